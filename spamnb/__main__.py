@@ -1,0 +1,3 @@
+from spamnb.cli import main
+
+main()

@@ -1,0 +1,350 @@
+"""The command line: parse arguments, wire the stages, render.  No logic of its own.
+
+Exit statuses: 0 done; 1 some messages unreadable, a forget refused or a
+`--fail-under` bar missed; 2 usage error; 3 the model or a source cannot be used.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import click
+
+from spamnb import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_PARTIAL = 1
+EXIT_ERROR = 3
+
+
+class Failure(click.ClickException):
+    """One-line error with an exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"spamnb: error: {self.message}", err=True)
+
+
+def guarded(fn: F) -> F:
+    """Turn every failure into one line on stderr (the traceback too with --debug)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from spamnb.sources import SourceError
+        from spamnb.store import ModelError
+
+        debug = click.get_current_context().find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (ModelError, SourceError) as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except (ValueError, OSError) as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except Exception as err:  # noqa: BLE001 - the user gets one line, not a traceback
+            if debug:
+                traceback.print_exc()
+            raise Failure(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)") from err
+
+    return wrapper  # type: ignore[return-value]
+
+
+def model_option(required_default: bool = True) -> Callable[[F], F]:
+    from spamnb.store import default_path
+
+    return click.option(
+        "-m",
+        "--model",
+        "model_path",
+        type=click.Path(dir_okay=False),
+        default=default_path if required_default else None,
+        show_default="$SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz" if required_default else False,
+        help="Model file.",
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="spamnb")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
+    """Naive Bayes spam filter for mbox, maildir and message files."""
+    ctx.obj = {"quiet": quiet}
+
+
+def token_options(fn: F) -> F:
+    fn = click.option("--ngram", type=click.IntRange(1, 5), default=None, help="Word n-gram order (new models only). [default: 1]")(fn)
+    fn = click.option("--stopwords/--no-stopwords", default=None, help="Drop English stopwords (new models only). [default: on]")(fn)
+    return fn
+
+
+def scoring_options(fn: F) -> F:
+    fn = click.option("--event", type=click.Choice(["multinomial", "bernoulli"]), default=None, help="Event model. [default: multinomial]")(fn)
+    fn = click.option("--alpha", type=float, default=None, help="Lidstone smoothing. [default: 1.0]")(fn)
+    return fn
+
+
+def labelled_options(fn: F) -> F:
+    fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
+    fn = click.option("--ham", multiple=True, metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
+    fn = click.option("--spam", multiple=True, metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
+    return fn
+
+
+def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, alpha: float | None, base: Any = None):  # noqa: ANN201
+    """Tokeniser and scoring settings: the options given, over a model's (or the defaults)."""
+    import dataclasses
+
+    from spamnb.model import Scoring
+    from spamnb.tokens import TokenSettings
+
+    tokens = base.tokens if base is not None else TokenSettings()
+    scoring = base.scoring if base is not None else Scoring()
+    token_changes = {k: v for k, v in {"ngram": ngram, "stopwords": stopwords}.items() if v is not None}
+    if base is not None and token_changes and dataclasses.replace(tokens, **token_changes) != tokens:
+        raise Failure(
+            f"the model was trained with tokeniser settings {tokens.to_json()}; "
+            "they cannot change now (train a new model instead)",
+            code=2,
+        )
+    tokens = dataclasses.replace(tokens, **token_changes)
+    scoring = dataclasses.replace(scoring, **{k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None})
+    return tokens, scoring
+
+
+def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
+    if not spam and not ham and index is None:
+        raise click.UsageError("give labelled mail with --spam, --ham or --index")
+    if list(spam).count("-") + list(ham).count("-") > 1:
+        raise click.UsageError("stdin (-) can be read only once")
+
+
+def report_problems(problems: Iterable[Any]) -> int:
+    count = 0
+    for p in problems:
+        click.echo(f"spamnb: {p.id}: {p.reason}", err=True)
+        count += 1
+    return count
+
+
+@cli.command()
+@model_option()
+@labelled_options
+@click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
+@token_options
+@scoring_options
+@click.pass_context
+@guarded
+def train(
+    ctx: click.Context,
+    model_path: str,
+    spam: tuple[str, ...],
+    ham: tuple[str, ...],
+    index: str | None,
+    forget: bool,
+    ngram: int | None,
+    stopwords: bool | None,
+    event: str | None,
+    alpha: float | None,
+) -> None:
+    """Learn labelled mail into MODEL (created when missing)."""
+    import os
+
+    from spamnb import classifier, sources, store
+    from spamnb.progress import progress_bar
+
+    need_labelled(spam, ham, index)
+    items = sources.read_labelled(spam, ham, index)
+    with store.locked(model_path):
+        if os.path.exists(model_path):
+            model = store.load(model_path, growable=True)
+            model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
+        else:
+            if forget:
+                raise Failure(f"{model_path}: no such model file; there is nothing to forget")
+            model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
+        with progress_bar("learning", ctx.obj["quiet"]) as advance:
+            result = classifier.learn(model, items, forget=forget, progress=advance)
+        store.save(model, model_path)
+    bad = report_problems(result.problems)
+    for message_id in result.never_learnt:
+        click.echo(f"spamnb: {message_id}: never learnt, nothing to forget", err=True)
+    done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
+    click.echo(
+        f"{model_path}: {done}, already known {result.already}; "
+        f"model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham",
+        err=True,
+    )
+    if bad or result.never_learnt:
+        ctx.exit(EXIT_PARTIAL)
+
+
+@cli.command()
+@model_option()
+@click.argument("sources", nargs=-1, metavar="[SRC]...")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
+@click.pass_context
+def classify(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, pipe: bool) -> None:
+    """Score messages (stdin when no SRC is given)."""
+    if pipe:
+        from spamnb import pipe as pipe_filter
+
+        if sources:
+            raise click.UsageError("--pipe reads one message from stdin and takes no SRC")
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr))
+    classify_batch(ctx, model_path, sources or ("-",), as_json)
+
+
+@guarded
+def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool) -> None:
+    from spamnb import classifier, report, store
+    from spamnb import sources as src
+    from spamnb.progress import progress_bar
+    from spamnb.sources import Problem
+
+    model = store.load(model_path)
+    items = src.read_all(sources)
+    to_terminal = sys.stdout.isatty() and not as_json
+    rows = []
+    bad = 0
+    with progress_bar("classifying", ctx.obj["quiet"]) as advance:
+        for result in classifier.classify(model, items, progress=advance):
+            if isinstance(result, Problem):
+                bad += report_problems([result])
+            elif as_json:
+                click.echo(report.scored_json(result))
+            elif to_terminal:
+                rows.append(result)
+            else:
+                click.echo(report.scored_tsv(result))
+    if rows:
+        report.console().print(report.scored_table(rows))
+    if bad:
+        ctx.exit(EXIT_PARTIAL)
+
+
+@cli.command(name="eval")
+@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), default=None, help="Evaluate this model instead of cross-validating.")
+@labelled_options
+@click.option("--folds", type=int, default=None, help="Cross-validation folds. [default: 5]")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
+@click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
+@token_options
+@scoring_options
+@click.pass_context
+@guarded
+def evaluate(
+    ctx: click.Context,
+    model_path: str | None,
+    spam: tuple[str, ...],
+    ham: tuple[str, ...],
+    index: str | None,
+    folds: int | None,
+    as_json: bool,
+    bars: tuple[str, ...],
+    ngram: int | None,
+    stopwords: bool | None,
+    event: str | None,
+    alpha: float | None,
+) -> None:
+    """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
+    import numpy as np
+
+    from spamnb import classifier, metrics, report, sources, store
+    from spamnb.progress import progress_bar
+    from spamnb.sources import Problem
+
+    need_labelled(spam, ham, index)
+    try:
+        parsed_bars = [metrics.parse_bar(b) for b in bars]
+    except ValueError as err:
+        raise click.UsageError(str(err)) from err
+    items = sources.read_labelled(spam, ham, index)
+    with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
+        if model_path is not None:
+            if folds is not None:
+                raise click.UsageError("--folds cross-validates; it does not go with -m")
+            model = store.load(model_path)
+            model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
+            results = list(classifier.classify(model, items, progress=advance))
+            scored = [r for r in results if not isinstance(r, Problem)]
+            problems = [r for r in results if isinstance(r, Problem)]
+        else:
+            tokens, scoring = settings_from(ngram, stopwords, event, alpha)
+            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance)
+    bad = report_problems(problems)
+    if not scored:
+        raise Failure("no messages to evaluate")
+    labels = [s.label for s in scored]
+    odds = np.array([s.log_odds for s in scored])
+    probs = np.array([s.score for s in scored])
+    result = metrics.evaluate(labels, odds, probs, [s.verdict for s in scored])
+    failures = metrics.failed_bars(result, parsed_bars)
+    if as_json:
+        click.echo(json.dumps(result.as_dict()))
+    else:
+        out = report.console()
+        for table in report.eval_tables(result, metrics.threshold_sweep(labels, probs)):
+            out.print(table)
+            out.print()
+    for line in failures:
+        click.echo(f"spamnb: fail: {line}", err=True)
+    if failures or bad:
+        ctx.exit(EXIT_PARTIAL)
+
+
+@cli.command()
+@model_option()
+@click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
+@click.option("--explain", "explain_src", metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
+@guarded
+def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -> None:
+    """Summarise MODEL, or explain the verdict on a message."""
+    from spamnb import report, sources, store
+    from spamnb.model import probability
+    from spamnb.tokens import Tokenizer
+
+    model = store.load(model_path, growable=True)
+    out = report.console()
+    if explain_src is None:
+        info = report.summary(model, model_path)
+        info["top"] = report.top_tokens(model, top)
+        if as_json:
+            click.echo(json.dumps(info, ensure_ascii=False))
+            return
+        out.print(report.summary_table(info))
+        out.print(report.token_table("tokens pointing to spam", info["top"]["spam"]))
+        out.print(report.token_table("tokens pointing to ham", info["top"]["ham"]))
+        return
+    tokenize = Tokenizer(model.tokens)
+    for item in sources.read_source(explain_src):
+        if isinstance(item, sources.Problem):
+            raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
+        e = model.explain(tokenize(item.data))
+        score = probability(e.log_odds)
+        rows = report.explanation_rows(model, e, top)
+        verdict = model.scoring.verdict(score)
+        if as_json:
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "tokens": rows}))
+            continue
+        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (prior and absent tokens {e.bias:+.2f})")
+        out.print(report.token_table("tokens that moved the verdict most", rows, weight_name="contribution"))
+
+
+def main() -> None:
+    cli(prog_name="spamnb")

@@ -1,0 +1,34 @@
+"""A progress bar with messages per second on stderr, only when stderr is a terminal."""
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+
+
+@contextlib.contextmanager
+def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int], None]]:
+    """Yield `advance(n)`; draws nothing when quiet or when stderr is not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (
+        SpinnerColumn(),
+        TextColumn(f"{what}"),
+        MofNCompleteColumn(),
+        TextColumn("messages"),
+        TextColumn("[progress.data.speed]{task.fields[rate]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(what, total=None, rate="")
+
+        def advance(n: int) -> None:
+            progress.advance(task, n)
+            speed = progress.tasks[task].speed
+            progress.update(task, rate=f"{speed:,.0f}/s" if speed else "")
+
+        yield advance

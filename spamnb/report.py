@@ -1,0 +1,136 @@
+"""Rendering results for people (rich tables) and for machines (JSON, tab-separated)."""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from spamnb import nb
+from spamnb.classifier import Scored
+from spamnb.metrics import Report
+from spamnb.model import Explanation, Model
+
+
+def json_line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=True)
+
+
+def scored_json(s: Scored) -> str:
+    return json_line({"id": s.id, "verdict": s.verdict, "score": round(s.score, 6), "log_odds": s.log_odds})
+
+
+def scored_tsv(s: Scored) -> str:
+    return f"{s.id}\t{s.verdict}\t{s.score:.4f}"
+
+
+def scored_table(rows: Sequence[Scored]) -> Table:
+    table = Table("message", "verdict", "P(spam)", "log-odds", box=None, header_style="bold")
+    style = {"spam": "red", "ham": "green", "unsure": "yellow"}
+    for s in rows:
+        table.add_row(s.id, f"[{style[s.verdict]}]{s.verdict}[/]", f"{s.score:.4f}", f"{s.log_odds:+.2f}")
+    return table
+
+
+def fmt(value: float, percent: bool = False) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    return f"{100 * value:.3f}%" if percent else f"{value:.6f}"
+
+
+def eval_tables(report: Report, sweep: list[tuple[float, int, int]]) -> list[Table]:
+    confusion = Table("", "flagged spam", "passed (ham or unsure)", title="confusion", box=None, header_style="bold")
+    confusion.add_row("spam", str(report.true_positives), str(report.false_negatives))
+    confusion.add_row("ham", str(report.false_positives), str(report.true_negatives))
+    metrics = Table("metric", "value", title="metrics", box=None, header_style="bold")
+    for name, value, pct in (
+        ("messages", report.messages, False),
+        ("spam / ham", f"{report.spam} / {report.ham}", False),
+        ("accuracy", report.accuracy, True),
+        ("precision", report.precision, True),
+        ("recall", report.recall, True),
+        ("f1", report.f1, False),
+        ("false positive rate", report.false_positive_rate, True),
+        ("false negative rate", report.false_negative_rate, True),
+        ("ROC AUC", report.auc, False),
+        ("1-ROCA %", report.one_minus_roca_percent / 100, True),
+        ("recall at <=0.5% ham lost", report.recall_at_half_percent_ham_loss, True),
+        ("Brier score", report.brier, False),
+        ("calibration error (ECE)", report.ece, False),
+        ("unsure", f"{report.unsure} ({fmt(report.unsure_rate, True)}), {report.unsure_errors} of them wrong", False),
+    ):
+        metrics.add_row(name, value if isinstance(value, str) else (str(value) if isinstance(value, int) else fmt(value, pct)))
+    sweep_table = Table("spam cut-off P(spam) >=", "ham lost", "spam missed", title="threshold sweep", box=None, header_style="bold")
+    for cutoff, lost, missed in sweep:
+        sweep_table.add_row(f"{cutoff:g}", str(lost), str(missed))
+    return [confusion, metrics, sweep_table]
+
+
+def top_tokens(model: Model, n: int) -> dict[str, list[dict[str, Any]]]:
+    """The n tokens pulling hardest towards spam and towards ham, by their weight."""
+    vocab = model.growable()
+    if len(vocab) == 0:
+        return {"spam": [], "ham": []}
+    w, _ = model.weights()
+    order = np.argsort(w, kind="mergesort")
+    pick = {"spam": order[::-1][:n], "ham": order[:n]}
+    return {side: [token_row(model, vocab.tokens[c], int(c), float(w[c])) for c in cols] for side, cols in pick.items()}
+
+
+def token_row(model: Model, token: str, col: int, weight: float) -> dict[str, Any]:
+    c = model.counts
+    return {
+        "token": token,
+        "weight": weight,
+        "spam_messages": int(c.df[nb.SPAM, col]),
+        "ham_messages": int(c.df[nb.HAM, col]),
+        "spam_count": int(c.tf[nb.SPAM, col]),
+        "ham_count": int(c.tf[nb.HAM, col]),
+    }
+
+
+def summary(model: Model, path: str) -> dict[str, Any]:
+    return {
+        "model": path,
+        "messages": {"spam": int(model.counts.docs[nb.SPAM]), "ham": int(model.counts.docs[nb.HAM])},
+        "vocabulary": model.counts.n_features,
+        "tokens_seen": {"spam": int(model.counts.tf[nb.SPAM].sum()), "ham": int(model.counts.tf[nb.HAM].sum())},
+        "learnt_digests": len(model.learnt),
+        "tokeniser": json.loads(model.tokens.to_json()),
+        "scoring": json.loads(model.scoring.to_json()),
+    }
+
+
+def token_table(title: str, rows: list[dict[str, Any]], weight_name: str = "weight") -> Table:
+    table = Table("token", weight_name, "spam msgs", "ham msgs", title=title, box=None, header_style="bold")
+    for r in rows:
+        table.add_row(r["token"], f"{r[weight_name]:+.3f}", str(r["spam_messages"]), str(r["ham_messages"]))
+    return table
+
+
+def summary_table(info: dict[str, Any]) -> Table:
+    table = Table("", "", title=f"model {info['model']}", box=None, show_header=False)
+    table.add_row("messages", f"{info['messages']['spam']} spam, {info['messages']['ham']} ham")
+    table.add_row("vocabulary", f"{info['vocabulary']} tokens")
+    table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
+    table.add_row("scoring", ", ".join(f"{k}={v}" for k, v in info["scoring"].items()))
+    return table
+
+
+def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any]]:
+    order = np.argsort(-np.abs(e.contributions), kind="mergesort")[:n]
+    rows = []
+    for i in order:
+        row = token_row(model, e.tokens[i], int(e.cols[i]), float(e.contributions[i]))
+        row["contribution"] = row.pop("weight")
+        row["in_message"] = int(e.counts[i])
+        rows.append(row)
+    return rows
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False)

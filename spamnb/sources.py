@@ -1,0 +1,212 @@
+"""Finding and streaming messages: mbox, maildir, directories, files, stdin, index files.
+
+Every reader is a generator that holds one message at a time, so memory does not
+grow with the size of a mailbox.  A file or message that cannot be read is yielded
+as a `Problem` naming it, so that a batch run reports it and carries on.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO, NamedTuple
+
+LABELS = ("ham", "spam")
+
+
+class Message(NamedTuple):
+    id: str
+    data: bytes
+    label: str | None = None
+
+
+class Problem(NamedTuple):
+    """A message or file that could not be read; `reason` is one line."""
+
+    id: str
+    reason: str
+    label: str | None = None
+
+
+Item = Message | Problem
+
+
+class SourceError(Exception):
+    """A source named on the command line cannot be used at all."""
+
+
+# An mbox separator: `From ` at the start of a line, after a blank line (or at the
+# start of the file), carrying a time of day as every envelope line does.  Requiring
+# both keeps an unescaped "From here on..." paragraph inside a body from splitting it.
+ENVELOPE = re.compile(rb"From \S*.*\d{1,2}:\d\d")
+ESCAPED_FROM = re.compile(rb">+From ")
+
+
+def read_mbox(stream: Iterable[bytes], name: str, label: str | None = None) -> Iterator[Message]:
+    """Messages of an mboxrd/mboxo stream that starts with an envelope line.
+
+    The N-th message is named `name:N`; a stream holding one message keeps the plain
+    name, so a message file saved with an envelope line is named like any other.
+    One finished message is held back until the next one starts, to know which.
+    """
+    current: list[bytes] | None = None
+    held: list[bytes] | None = None
+    count = 0
+    blank_before = True
+    for line in stream:
+        stripped = line.rstrip(b"\r\n")
+        if blank_before and stripped.startswith(b"From ") and ENVELOPE.match(stripped):
+            if current is not None:
+                if held is not None:
+                    count += 1
+                    yield Message(f"{name}:{count}", join_mbox_lines(held), label)
+                held = current
+            current = []
+            blank_before = False
+            continue
+        blank_before = not stripped
+        if current is None:
+            current = []
+        current.append(line)
+    rest = [lines for lines in (held, current) if lines is not None]
+    if count == 0 and len(rest) == 1:
+        yield Message(name, join_mbox_lines(rest[0]), label)
+        return
+    for lines in rest:
+        count += 1
+        yield Message(f"{name}:{count}", join_mbox_lines(lines), label)
+
+
+def join_mbox_lines(lines: list[bytes]) -> bytes:
+    """A message's lines with the separator's blank line dropped and `>From ` unescaped."""
+    if lines and not lines[-1].rstrip(b"\r\n"):
+        lines = lines[:-1]
+    return b"".join(line[1:] if ESCAPED_FROM.match(line) else line for line in lines)
+
+
+def read_file(path: str, label: str | None = None) -> Iterator[Item]:
+    """One message file, or every message of an mbox (a file whose first line is an envelope)."""
+    try:
+        with open(path, "rb") as stream:
+            first = stream.readline()
+            if not first:
+                yield Problem(path, "empty file", label)
+                return
+            if first.startswith(b"From ") and ENVELOPE.match(first.rstrip(b"\r\n")):
+                yield from read_mbox(_chain_first(first, stream), path, label)
+            else:
+                yield Message(path, first + stream.read(), label)
+    except OSError as err:
+        yield Problem(path, os_reason(err), label)
+
+
+def _chain_first(first: bytes, rest: BinaryIO) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def os_reason(err: OSError) -> str:
+    return err.strerror or str(err)
+
+
+def is_maildir(path: str) -> bool:
+    return os.path.isdir(os.path.join(path, "cur")) or os.path.isdir(os.path.join(path, "new"))
+
+
+def visible_entries(path: str) -> list[os.DirEntry[str]]:
+    """A folder's entries, sorted by name, without dotfiles."""
+    with os.scandir(path) as entries:
+        return sorted((e for e in entries if not e.name.startswith(".")), key=lambda e: e.name)
+
+
+def read_directory(path: str, label: str | None = None) -> Iterator[Item]:
+    """Every message below a folder, sorted; maildirs read only `cur/` and `new/`.
+
+    Linked folders are followed once each, so a symlink loop ends.
+    """
+    seen: set[tuple[int, int]] = set()
+
+    def walk(folder: str) -> Iterator[Item]:
+        try:
+            st = os.stat(folder)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                return
+            seen.add(key)
+            if is_maildir(folder):
+                names = [os.path.join(folder, sub) for sub in ("cur", "new") if os.path.isdir(os.path.join(folder, sub))]
+                entries = [e for sub in names for e in visible_entries(sub)]
+                entries.sort(key=lambda e: e.name)
+            else:
+                entries = visible_entries(folder)
+        except OSError as err:
+            yield Problem(folder, os_reason(err), label)
+            return
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError as err:
+                yield Problem(entry.path, os_reason(err), label)
+                continue
+            if is_dir:
+                yield from walk(entry.path)
+            else:
+                yield from read_file(entry.path, label)
+
+    yield from walk(path)
+
+
+def read_stdin(label: str | None = None, stream: BinaryIO | None = None) -> Iterator[Item]:
+    data = (stream or sys.stdin.buffer).read()
+    if not data:
+        yield Problem("-", "empty input on stdin", label)
+    else:
+        yield Message("-", data, label)
+
+
+def read_index(path: str) -> Iterator[Item]:
+    """`LABEL PATH` lines (TREC style); paths are relative to the index file's folder."""
+    root = os.path.dirname(os.path.abspath(path))
+    try:
+        lines = open(path, encoding="utf-8", errors="surrogateescape")
+    except OSError as err:
+        raise SourceError(f"{path}: {os_reason(err)}") from err
+    with lines:
+        for number, line in enumerate(lines, 1):
+            fields = line.split(None, 1)
+            if not fields:
+                continue
+            label = fields[0].lower()
+            if label not in LABELS or len(fields) < 2:
+                raise SourceError(f"{path}:{number}: expected 'spam PATH' or 'ham PATH', got {line.strip()[:60]!r}")
+            yield from read_file(os.path.join(root, fields[1].strip()), label)
+
+
+def read_source(src: str, label: str | None = None) -> Iterator[Item]:
+    """Any SRC of the command line: `-`, a maildir, a folder, an mbox or a message file."""
+    if src == "-":
+        return read_stdin(label)
+    if not src:
+        raise SourceError("empty path given as a source")
+    if os.path.isdir(src):
+        return read_directory(src, label)
+    if not os.path.exists(src):
+        raise SourceError(f"{src}: no such file or directory")
+    return read_file(src, label)
+
+
+def read_labelled(spam: Iterable[str], ham: Iterable[str], index: str | None = None) -> Iterator[Item]:
+    """The labelled mail of `--spam`, `--ham` and `--index`, in that order."""
+    streams = [read_source(src, "spam") for src in spam] + [read_source(src, "ham") for src in ham]
+    if index is not None:
+        if not os.path.isfile(index):
+            raise SourceError(f"{index}: no such index file")
+        streams.append(read_index(index))
+    return itertools.chain.from_iterable(streams)
+
+
+def read_all(sources: Iterable[str]) -> Iterator[Item]:
+    """Unlabelled mail of several SRC arguments, checked up front."""
+    return itertools.chain.from_iterable([read_source(src) for src in sources])

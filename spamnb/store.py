@@ -1,0 +1,161 @@
+"""The model file: an `.npz` of plain arrays, saved atomically under a lock.
+
+Arrays (V tokens, M learnt messages):
+  format, version   "spamnb-model", format version
+  tokens            uint8: the tokens, UTF-8, sorted, joined by newlines
+  tf, df            (2, V) uint32 or uint64: token occurrences / messages holding it; rows ham, spam
+  docs              (2,) int64: messages learnt per class
+  settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
+  learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
+Nothing is pickled: loading never executes code.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import zipfile
+from collections.abc import Iterator
+
+import numpy as np
+
+from spamnb import nb
+from spamnb.features import SEPARATOR, SortedTokens, Vocabulary
+from spamnb.model import Model, Scoring
+from spamnb.tokens import TokenSettings
+
+FORMAT = "spamnb-model"
+VERSION = 1
+REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
+
+
+class ModelError(Exception):
+    """The model file is missing, unreadable, foreign or damaged; the message names it."""
+
+
+def default_path() -> str:
+    if os.environ.get("SPAMNB_MODEL"):
+        return os.environ["SPAMNB_MODEL"]
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data_home, "spamnb", "model.npz")
+
+
+def smallest_uint(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.uint32 if a.size == 0 or a.max() < 2**32 else np.uint64)
+
+
+def to_arrays(model: Model) -> dict[str, np.ndarray]:
+    vocab = model.vocab
+    counts = model.counts
+    if isinstance(vocab, SortedTokens):
+        blob = vocab.blob
+        tf, df = counts.tf, counts.df
+    else:
+        order = vocab.sorted_order()
+        blob = SEPARATOR.join([vocab.tokens[i] for i in order]).encode("utf-8", "surrogatepass")
+        tf, df = counts.tf[:, order], counts.df[:, order]
+    digests = sorted(model.learnt.items())
+    return {
+        "format": np.array(FORMAT),
+        "version": np.array(VERSION),
+        "tokens": np.frombuffer(blob, dtype=np.uint8),
+        "tf": smallest_uint(tf),
+        "df": smallest_uint(df),
+        "docs": counts.docs.astype(np.int64),
+        "settings": np.array(model.tokens.to_json()),
+        "scoring": np.array(model.scoring.to_json()),
+        "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
+        "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
+    }
+
+
+def save(model: Model, path: str) -> None:
+    """Write to a temporary file beside `path`, fsync it, rename it over, fsync the folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".spamnb-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.savez(out, allow_pickle=False, **to_arrays(model))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def load(path: str, growable: bool = False) -> Model:
+    """Read and validate a model file.
+
+    Without `growable` the vocabulary stays a sorted blob (fast to open, for scoring);
+    with it the vocabulary becomes a dictionary that training can extend.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            missing = [k for k in REQUIRED if k not in npz.files]
+            if missing:
+                raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
+            if str(npz["format"]) != FORMAT:
+                raise ModelError(f"{path}: not a spamnb model (format {str(npz['format'])[:40]!r})")
+            version = int(npz["version"])
+            if version != VERSION:
+                raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
+            arrays = {k: npz[k] for k in REQUIRED}
+    except ModelError:
+        raise
+    except FileNotFoundError as err:
+        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
+    return from_arrays(arrays, path, growable)
+
+
+def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
+    try:
+        blob = a["tokens"].tobytes()
+        vocab = SortedTokens(blob)
+        tf = a["tf"].astype(np.int64)
+        df = a["df"].astype(np.int64)
+        docs = a["docs"].astype(np.int64)
+        if tf.shape != (2, len(vocab)) or df.shape != tf.shape or docs.shape != (2,):
+            raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {len(vocab)} tokens")
+        learnt, learnt_class = a["learnt"], a["learnt_class"]
+        if learnt.ndim != 2 or learnt.shape[1:] != (16,) or learnt_class.shape != learnt.shape[:1]:
+            raise ValueError("learnt digests of the wrong shape")
+        model = Model(
+            tokens=TokenSettings.from_json(str(a["settings"])),
+            scoring=Scoring.from_json(str(a["scoring"])),
+            vocab=vocab,
+            counts=nb.Counts(docs, tf, df),
+            learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class))),
+        )
+    except (ValueError, TypeError, UnicodeDecodeError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+    if growable:
+        model.growable()
+    return model
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold an exclusive lock beside the model, so concurrent learners serialise."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def empty_model(tokens: TokenSettings, scoring: Scoring) -> Model:
+    return Model(tokens=tokens, scoring=scoring, vocab=Vocabulary())

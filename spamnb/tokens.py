@@ -1,0 +1,195 @@
+"""One message's bytes -> a list of token strings.
+
+Everything that changes the tokens lives in `TokenSettings`, which is saved in the
+model so that classification tokenises exactly as training did.  Parsing never
+raises: broken MIME, lying charsets and undecodable payloads degrade to tokenising
+whatever text can be recovered.
+"""
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import email.header
+import email.message
+import email.parser
+import email.policy
+import html
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+# Our own verdict header: never evidence, since anyone can forge it.
+VERDICT_HEADER = "x-spamnb"
+
+
+@dataclass(frozen=True)
+class TokenSettings:
+    """How messages become tokens; stored in the model file."""
+
+    lowercase: bool = True
+    stopwords: bool = True
+    ngram: int = 1
+    header_tokens: bool = True
+    min_len: int = 2
+    max_len: int = 40
+    max_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.ngram <= 5:
+            raise ValueError(f"ngram must be 1..5, not {self.ngram}")
+        if not 1 <= self.min_len <= self.max_len:
+            raise ValueError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
+        if self.max_bytes < 1024:
+            raise ValueError(f"max_bytes must be at least 1024, not {self.max_bytes}")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> TokenSettings:
+        known = {f.name for f in dataclasses.fields(cls)}
+        data = json.loads(text)
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown tokeniser settings: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+# Letters and digits, joined by inner apostrophes, dots and hyphens so that
+# "don't", "e-mail", "192.0.2.1" and "example.com" stay whole.
+WORD = re.compile(r"[^\W_]+(?:['.\-][^\W_]+)*")
+# Scripts written without spaces between words: a run of them becomes character
+# bigrams, the usual unit for Chinese and Japanese text.
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
+TAG = re.compile(r"<[^>]*>")
+INVISIBLE_HTML = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.I | re.S)
+ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
+
+# Deeper MIME trees than this are abuse, not mail; their text is tokenised raw.
+MAX_PARTS = 200
+
+
+@cache
+def stopword_set() -> frozenset[str]:
+    text = resources.files("spamnb").joinpath("stopwords.txt").read_text("utf-8")
+    return frozenset(w for w in text.split() if not w.startswith("#"))
+
+
+def decode_bytes(data: bytes, charset: str | None) -> str:
+    """Decode with the declared charset, falling back when it is unknown or lies."""
+    for candidate in (charset, "utf-8"):
+        if not candidate:
+            continue
+        try:
+            codecs.lookup(candidate)
+            return data.decode(candidate)
+        except (LookupError, UnicodeDecodeError, ValueError):
+            continue
+    # cp1252 is what undeclared 8-bit Western mail nearly always is; latin-1 never fails.
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def decode_header_value(value: str) -> str:
+    """RFC 2047 encoded words to text; anything malformed is kept as it stands."""
+    if "=?" not in value or not ENCODED_WORD.search(value):
+        return value
+    try:
+        pieces = email.header.decode_header(value)
+    except Exception:  # noqa: BLE001 - the stdlib raises several types on bad input
+        return value
+    out = []
+    for chunk, charset in pieces:
+        out.append(decode_bytes(chunk, charset) if isinstance(chunk, bytes) else chunk)
+    return " ".join(out)
+
+
+def html_to_text(markup: str) -> str:
+    text = INVISIBLE_HTML.sub(" ", markup)
+    text = TAG.sub(" ", text)
+    return html.unescape(text)
+
+
+def iter_text_parts(msg: email.message.Message) -> Iterator[tuple[str, str]]:
+    """(subtype, text) for every text part, walking the MIME tree without recursion."""
+    stack = [msg]
+    seen = 0
+    while stack and seen < MAX_PARTS:
+        part = stack.pop()
+        seen += 1
+        payload = part.get_payload()
+        if isinstance(payload, list):
+            stack.extend(reversed(payload))
+            continue
+        if part.get_content_maintype() != "text":
+            continue
+        raw = part.get_payload(decode=True)
+        if not isinstance(raw, bytes):
+            continue
+        text = decode_bytes(raw, part.get_content_charset())
+        yield part.get_content_subtype(), text
+
+
+def strip_envelope(data: bytes) -> bytes:
+    """Drop an mbox `From ` envelope line; it is not part of the message."""
+    if data.startswith(b"From "):
+        newline = data.find(b"\n")
+        return b"" if newline < 0 else data[newline + 1 :]
+    return data
+
+
+class Tokenizer:
+    """Callable turning raw message bytes into tokens under fixed settings."""
+
+    def __init__(self, settings: TokenSettings | None = None) -> None:
+        self.settings = settings or TokenSettings()
+        self._stop = stopword_set() if self.settings.stopwords else frozenset()
+        self._parser = email.parser.BytesParser(policy=email.policy.compat32)
+
+    def __call__(self, data: bytes) -> list[str]:
+        data = strip_envelope(data[: self.settings.max_bytes])
+        try:
+            msg = self._parser.parsebytes(data)
+            headers = msg.items() if self.settings.header_tokens else []
+            bodies = list(iter_text_parts(msg))
+        except Exception:  # noqa: BLE001 - any parser failure (even RecursionError): raw text
+            headers, bodies = [], [("plain", data.decode("latin-1"))]
+        tokens: list[str] = []
+        for name, value in headers:
+            name = name.lower()
+            if name == VERDICT_HEADER:
+                continue
+            prefix = name + ":"
+            tokens.extend(prefix + w for w in self.words(decode_header_value(str(value))))
+        for subtype, text in bodies:
+            if subtype == "html":
+                text = html_to_text(text)
+            tokens.extend(self.ngrams(self.words(text)))
+        return tokens
+
+    def words(self, text: str) -> list[str]:
+        s = self.settings
+        if s.lowercase:
+            text = text.lower()
+        if CJK.search(text):
+            text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
+        lo, hi, stop = s.min_len, s.max_len, self._stop
+        return [w for w in WORD.findall(text) if lo <= len(w) <= hi and w not in stop]
+
+    def ngrams(self, words: list[str]) -> list[str]:
+        n = self.settings.ngram
+        out = list(words)
+        for order in range(2, n + 1):
+            out.extend(" ".join(words[i : i + order]) for i in range(len(words) - order + 1))
+        return out
+
+
+def cjk_bigrams(run: str) -> str:
+    if len(run) == 1:
+        return run
+    return " ".join(run[i : i + 2] for i in range(len(run) - 1))
