@@ -141,7 +141,7 @@ def classify(
         messages = [m for m in batch if isinstance(m, Message)]
         rows = count_rows([vocab.lookup(tokenize(m.data)) for m in messages], len(vocab))
         odds = np.asarray(event.prepare(rows) @ w).ravel() + b
-        scored = iter(zip(messages, odds, probabilities(odds)))
+        scored = iter(zip(messages, odds, probabilities(odds), strict=True))
         for item in batch:
             if isinstance(item, Problem):
                 yield item
@@ -212,6 +212,6 @@ def cross_validate(
     probs = probabilities(odds)
     scored = [
         Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
-        for i, label, lo, p in zip(ids, labels, odds, probs)
+        for i, label, lo, p in zip(ids, labels, odds, probs, strict=True)
     ]
     return scored, problems

@@ -53,7 +53,7 @@ def guarded(fn: F) -> F:
             if debug:
                 traceback.print_exc()
             raise Failure(str(err)) from err
-        except Exception as err:  # noqa: BLE001 - the user gets one line, not a traceback
+        except Exception as err:
             if debug:
                 traceback.print_exc()
             raise Failure(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)") from err
@@ -104,7 +104,7 @@ def labelled_options(fn: F) -> F:
     return fn
 
 
-def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, alpha: float | None, base: Any = None):  # noqa: ANN201
+def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, alpha: float | None, base: Any = None):
     """Tokeniser and scoring settings: the options given, over a model's (or the defaults)."""
     import dataclasses
 

@@ -84,7 +84,7 @@ class Model:
         distinct = Counter(tokens)
         cols = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
         known = cols >= 0
-        names = [t for t, k in zip(distinct, known) if k]
+        names = [t for t, k in zip(distinct, known, strict=True) if k]
         cols = cols[known]
         x = np.fromiter(distinct.values(), dtype=np.float64, count=len(distinct))[known]
         w, b = self.weights(cols)

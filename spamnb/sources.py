@@ -170,7 +170,7 @@ def read_index(path: str) -> Iterator[Item]:
     """`LABEL PATH` lines (TREC style); paths are relative to the index file's folder."""
     root = os.path.dirname(os.path.abspath(path))
     try:
-        lines = open(path, encoding="utf-8", errors="surrogateescape")
+        lines = open(path, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115 - closed below
     except OSError as err:
         raise SourceError(f"{path}: {os_reason(err)}") from err
     with lines:

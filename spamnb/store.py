@@ -135,7 +135,7 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
             scoring=Scoring.from_json(str(a["scoring"])),
             vocab=vocab,
             counts=nb.Counts(docs, tf, df),
-            learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class))),
+            learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
         )
     except (ValueError, TypeError, UnicodeDecodeError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({err})") from err

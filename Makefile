@@ -1,0 +1,40 @@
+# spamnb: `make demo` and `make test` are the README's two set-up commands.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SPAMNB := $(BIN)/spamnb
+DEMO := demo-out
+SA_INDEX := ../shared/corpora/spamassassin/index
+
+.PHONY: install demo test lint bench accuracy clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+demo: install
+	rm -rf $(DEMO) && mkdir -p $(DEMO)
+	$(SPAMNB) -q train -m $(DEMO)/model.npz --spam sample_corpus/maildir/spam --ham sample_corpus/maildir/ham
+	$(SPAMNB) -q classify -m $(DEMO)/model.npz sample_corpus/spam.mbox sample_corpus/ham.mbox
+	$(SPAMNB) -q eval --index sample_corpus/index --folds 5
+
+lint: install
+	$(BIN)/ruff check spamnb tests bench
+
+test: lint
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python bench/bench.py
+
+# The CI accuracy gate on the SpamAssassin corpus (skipped where it is absent).
+accuracy: install
+	@if [ -f $(SA_INDEX) ]; then \
+		$(SPAMNB) -q eval --index $(SA_INDEX) --folds 5 --fail-under auc=0.9945; \
+	else echo "no $(SA_INDEX): accuracy gate skipped"; fi
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache .hypothesis
