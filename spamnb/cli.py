@@ -301,6 +301,7 @@ def evaluate(
         for table in report.eval_tables(result, metrics.threshold_sweep(labels, probs)):
             out.print(table)
             out.print()
+        out.print(report.score_histogram(labels, odds))
     for line in failures:
         click.echo(f"spamnb: fail: {line}", err=True)
     if failures or bad:

@@ -70,6 +70,36 @@ def eval_tables(report: Report, sweep: list[tuple[float, int, int]]) -> list[Tab
     return [confusion, metrics, sweep_table]
 
 
+def score_histogram(labels: Sequence[str], log_odds: np.ndarray, bins: int = 16, width: int = 16) -> Table:
+    """Ham and spam counts per log-odds bin, as bars on a log scale (so a lone error shows)."""
+    odds = np.asarray(log_odds, dtype=np.float64)
+    spam = np.array([label == "spam" for label in labels], dtype=bool)
+    lo, hi = np.percentile(odds, [0.5, 99.5]) if len(odds) else (0.0, 0.0)
+    if hi <= lo:
+        lo, hi = lo - 1.0, hi + 1.0
+    edges = np.linspace(lo, hi, bins + 1)
+    which = np.clip(np.searchsorted(edges, odds, side="right") - 1, 0, bins - 1)
+    ham_counts = np.bincount(which[~spam], minlength=bins)
+    spam_counts = np.bincount(which[spam], minlength=bins)
+    top = np.log1p(max(int(ham_counts.max(initial=0)), int(spam_counts.max(initial=0)), 1))
+
+    def bar(count: int) -> str:
+        return "█" * max(1 if count else 0, round(width * np.log1p(count) / top))
+
+    table = Table("log-odds", "ham", "", "spam", "", title="score distribution (bars on a log scale)", box=None, header_style="bold")
+    for b in range(bins):
+        left = "≤" if b == 0 else " "
+        right = "+" if b == bins - 1 else ""
+        table.add_row(
+            f"{left}{edges[b]:+7.1f}..{edges[b + 1]:+.1f}{right}",
+            str(ham_counts[b]),
+            f"[green]{bar(int(ham_counts[b]))}[/]",
+            str(spam_counts[b]),
+            f"[red]{bar(int(spam_counts[b]))}[/]",
+        )
+    return table
+
+
 def top_tokens(model: Model, n: int) -> dict[str, list[dict[str, Any]]]:
     """The n tokens pulling hardest towards spam and towards ham, by their weight."""
     vocab = model.growable()
