@@ -218,7 +218,7 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 
     model = store.load(model_path)
     items = src.read_all(sources)
-    to_terminal = sys.stdout.isatty() and not as_json
+    to_terminal = report.stdout_is_terminal() and not as_json
     rows = []
     bad = 0
     with progress_bar("classifying", ctx.obj["quiet"]) as advance:

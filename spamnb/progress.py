@@ -6,10 +6,14 @@ import sys
 from collections.abc import Callable, Iterator
 
 
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
 @contextlib.contextmanager
 def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int], None]]:
     """Yield `advance(n)`; draws nothing when quiet or when stderr is not a terminal."""
-    if quiet or not sys.stderr.isatty():
+    if quiet or not stderr_is_terminal():
         yield lambda n: None
         return
     from rich.console import Console
@@ -23,7 +27,7 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int], Non
         TextColumn("[progress.data.speed]{task.fields[rate]}"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+    with Progress(*columns, console=Console(stderr=True, force_terminal=True), transient=True) as progress:
         task = progress.add_task(what, total=None, rate="")
 
         def advance(n: int) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -160,6 +161,11 @@ def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any
         row["in_message"] = int(e.counts[i])
         rows.append(row)
     return rows
+
+
+def stdout_is_terminal() -> bool:
+    """Tables for a person at a terminal; plain lines for a pipe."""
+    return sys.stdout.isatty()
 
 
 def console(stderr: bool = False) -> Console:

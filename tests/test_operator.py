@@ -1,0 +1,137 @@
+"""What an operator sees: explanations, the eval report, progress, errors, version."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from spamnb import progress, store
+from spamnb.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "sample_corpus"
+INDEX = str(CORPUS / "index")
+SPAM = str(CORPUS / "maildir" / "spam")
+HAM = str(CORPUS / "maildir" / "ham")
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("model") / "model.npz")
+    code, _, err = invoke("-q", "train", "-m", path, "--spam", SPAM, "--ham", HAM)
+    assert code == 0, err
+    return path
+
+
+def a_spam_message() -> str:
+    return str(sorted((CORPUS / "maildir" / "spam" / "cur").iterdir())[0])
+
+
+def test_explain_json_adds_up_and_shows_true_counts(model: str) -> None:
+    code, out, _ = invoke("inspect", "-m", model, "--explain", a_spam_message(), "--top", "1000", "--json")
+    assert code == 0
+    e = json.loads(out)
+    rows = e["tokens"]
+    assert e["log_odds"] == pytest.approx(sum(r["contribution"] for r in rows) + e["prior_log_odds"], abs=1e-9)
+    magnitudes = [abs(r["contribution"]) for r in rows]
+    assert magnitudes == sorted(magnitudes, reverse=True)
+    loaded = store.load(model, growable=True)
+    col = loaded.vocab.index[rows[0]["token"]]
+    assert rows[0]["spam_messages"] == loaded.counts.df[1, col]
+    assert rows[0]["ham_count"] == loaded.counts.tf[0, col]
+    # the same verdict as classify gives
+    _, line, _ = invoke("classify", "-m", model, "--json", a_spam_message())
+    assert json.loads(line)["log_odds"] == pytest.approx(e["log_odds"], abs=1e-9)
+
+
+def test_explain_table_names_the_strongest_token(model: str) -> None:
+    _, out_json, _ = invoke("inspect", "-m", model, "--explain", a_spam_message(), "--json")
+    strongest = json.loads(out_json)["tokens"][0]
+    code, out, _ = invoke("inspect", "-m", model, "--explain", a_spam_message())
+    assert code == 0
+    assert "tokens that moved the verdict most" in out
+    assert strongest["token"] in out and f"{strongest['contribution']:+.3f}" in out
+
+
+def test_inspect_summary_counts(model: str) -> None:
+    code, out, _ = invoke("inspect", "-m", model, "--json", "--top", "3")
+    info = json.loads(out)
+    assert code == 0
+    assert info["messages"] == {"spam": 54, "ham": 56}
+    assert info["vocabulary"] == len(store.load(model, growable=True).vocab)
+    assert len(info["top"]["spam"]) == len(info["top"]["ham"]) == 3
+    assert info["top"]["spam"][0]["weight"] > 0 > info["top"]["ham"][0]["weight"]
+
+
+def test_eval_report_agrees_with_its_json() -> None:
+    code, out, _ = invoke("-q", "eval", "--index", INDEX, "--folds", "5")
+    _, js, _ = invoke("-q", "eval", "--index", INDEX, "--folds", "5", "--json")
+    assert code == 0
+    m = json.loads(js)
+    spam_row = re.search(r"^\s*spam\s+(\d+)\s+(\d+)", out, re.M)
+    ham_row = re.search(r"^\s*ham\s+(\d+)\s+(\d+)", out, re.M)
+    assert spam_row and ham_row
+    assert (int(spam_row[1]), int(spam_row[2])) == (m["true_positives"], m["false_negatives"])
+    assert (int(ham_row[1]), int(ham_row[2])) == (m["false_positives"], m["true_negatives"])
+    assert f"{100 * m['accuracy']:.3f}%" in out
+    assert "threshold sweep" in out and "score distribution" in out
+    # the distribution's bars account for every message
+    rows = re.findall(r"^\s*≤?\s*[+-]\d+\.\d\.\.[+-]\d+\.\d\+?\s+(\d+)\s+█*\s+(\d+)", out, re.M)
+    assert sum(int(h) for h, _ in rows) == m["ham"] and sum(int(s) for _, s in rows) == m["spam"]
+
+
+def test_fail_under_names_each_failing_metric() -> None:
+    code, _, err = invoke("-q", "eval", "--index", INDEX, "--fail-under", "auc=0.5", "--fail-under", "recall=1.01",
+                          "--fail-under", "precision=1.01")
+    assert code == 1
+    failing = [line for line in err.splitlines() if line.startswith("spamnb: fail:")]
+    assert len(failing) == 2 and "recall" in failing[0] and "precision" in failing[1]
+
+
+def test_progress_bar_only_on_a_terminal(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, err = invoke("classify", "-m", model, HAM)
+    assert err == ""
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
+    _, _, err = invoke("classify", "-m", model, HAM)
+    assert "classifying" in err and "messages" in err
+    _, _, err = invoke("-q", "classify", "-m", model, HAM)
+    assert err == ""
+
+
+def test_errors_are_one_line_and_debug_adds_the_traceback(tmp_path: Path) -> None:
+    missing = str(tmp_path / "none.npz")
+    code, _, err = invoke("classify", "-m", missing, HAM)
+    assert code == 3
+    assert err.strip().count("\n") == 0 and err.startswith("spamnb: error:") and missing in err
+    code, _, err = invoke("--debug", "classify", "-m", missing, HAM)
+    assert code == 3 and "Traceback" in err
+
+
+def test_version_and_completion() -> None:
+    from spamnb import __version__
+
+    code, out, _ = invoke("--version")
+    assert code == 0 and __version__ in out
+    result = CliRunner().invoke(cli, [], prog_name="spamnb", env={"_SPAMNB_COMPLETE": "bash_source"})
+    assert "_SPAMNB_COMPLETE=bash_complete" in result.output
+
+
+def test_classify_table_on_a_terminal(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spamnb import report
+
+    monkeypatch.setattr(report, "stdout_is_terminal", lambda: True)
+    _, out, _ = invoke("classify", "-m", model, HAM)
+    lines = out.splitlines()
+    assert "verdict" in lines[0] and "P(spam)" in lines[0]
+    rows = [line.split() for line in lines if re.search(r" (spam|ham|unsure) +\d\.\d{4} ", line)]
+    assert len(rows) == 56
+    assert all(0 <= float(r[-2]) <= 1 and np.isfinite(float(r[-1])) for r in rows)
