@@ -5,6 +5,7 @@ miss for spam and as a pass for ham, and the share of unsure verdicts is reporte
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -110,8 +111,10 @@ class Report:
     def unsure_rate(self) -> float:
         return self.unsure / self.messages if self.messages else float("nan")
 
-    def as_dict(self) -> dict[str, float | int]:
-        out: dict[str, float | int] = dict(self.__dict__)
+    def as_dict(self) -> dict[str, float | int | None]:
+        """Every metric by name; an undefined one (e.g. AUC without ham) is None, JSON's null,
+        since NaN is not JSON and strict parsers (JSON.parse, Go's encoding/json) refuse it."""
+        out: dict[str, float | int | None] = dict(self.__dict__)
         for name in (
             "accuracy",
             "precision",
@@ -123,7 +126,7 @@ class Report:
             "unsure_rate",
         ):
             out[name] = getattr(self, name)
-        return out
+        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in out.items()}
 
 
 def evaluate(labels: Sequence[str], log_odds: np.ndarray, probs: np.ndarray, verdicts: Sequence[str]) -> Report:
@@ -177,6 +180,8 @@ def failed_bars(report: Report, bars: Sequence[tuple[str, float]]) -> list[str]:
         if name not in values:
             raise ValueError(f"--fail-under: unknown metric {name!r}; known: {', '.join(sorted(values))}")
         value = values[name]
-        if not value >= bar:  # NaN fails too
+        if value is None:
+            failures.append(f"{name} is undefined on this mail, so it cannot reach the bar {bar:g}")
+        elif not value >= bar:
             failures.append(f"{name} = {value:.6g} is under the bar {bar:g}")
     return failures

@@ -40,7 +40,8 @@ class SourceError(Exception):
 # An mbox separator: `From ` at the start of a line, after a blank line (or at the
 # start of the file), carrying a time of day as every envelope line does.  Requiring
 # both keeps an unescaped "From here on..." paragraph inside a body from splitting it.
-ENVELOPE = re.compile(rb"From \S*.*\d{1,2}:\d\d")
+# (`From \S*.*` would match the same lines in time quadratic in their length.)
+ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 ESCAPED_FROM = re.compile(rb">+From ")
 
 
@@ -152,10 +153,22 @@ def read_directory(path: str, label: str | None = None) -> Iterator[Item]:
                 continue
             if is_dir:
                 yield from walk(entry.path)
-            else:
+            elif is_regular_or_broken(entry):
                 yield from read_file(entry.path, label)
+            else:
+                # Opening a FIFO would block for ever and a device may never end.
+                yield Problem(entry.path, "not a regular file (FIFO, socket or device): skipped", label)
 
     yield from walk(path)
+
+
+def is_regular_or_broken(entry: os.DirEntry[str]) -> bool:
+    """A regular file (or a link to one), or an entry whose target cannot be reached,
+    which `read_file` then reports with the reason."""
+    try:
+        return entry.is_file() or not os.path.exists(entry.path)
+    except OSError:
+        return True
 
 
 def read_stdin(label: str | None = None, stream: BinaryIO | None = None) -> Iterator[Item]:

@@ -17,6 +17,7 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy as np
 
@@ -72,12 +73,13 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
 
 def save(model: Model, path: str) -> None:
     """Write to a temporary file beside `path`, fsync it, rename it over, fsync the folder."""
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)  # a symlinked model is updated, not replaced by a file
+    folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".spamnb-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as out:
-            np.savez(out, allow_pickle=False, **to_arrays(model))
+            write_npz(out, to_arrays(model))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -92,6 +94,18 @@ def save(model: Model, path: str) -> None:
         os.close(dir_fd)
 
 
+def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """An uncompressed `.npz` that refuses object arrays.
+
+    `np.savez` of older NumPy releases that pyproject allows (1.25's, for one) has no
+    `allow_pickle`: it would store the flag as one more array and pickle objects.
+    """
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
 def load(path: str, growable: bool = False) -> Model:
     """Read and validate a model file.
 
@@ -99,7 +113,10 @@ def load(path: str, growable: bool = False) -> Model:
     with it the vocabulary becomes a dictionary that training can extend.
     """
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
+            raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
+        with npz:
             missing = [k for k in REQUIRED if k not in npz.files]
             if missing:
                 raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
@@ -109,11 +126,14 @@ def load(path: str, growable: bool = False) -> Model:
             if version != VERSION:
                 raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
             arrays = {k: npz[k] for k in REQUIRED}
+            strays = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]  # raw bytes: no .npy
+            if strays:
+                raise ModelError(f"{path}: not a spamnb model ({', '.join(strays)} not arrays)")
     except ModelError:
         raise
     except FileNotFoundError as err:
         raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+    except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, zipfile.BadZipFile) as err:
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
     return from_arrays(arrays, path, growable)
 
@@ -127,6 +147,8 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
         docs = a["docs"].astype(np.int64)
         if tf.shape != (2, len(vocab)) or df.shape != tf.shape or docs.shape != (2,):
             raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {len(vocab)} tokens")
+        if (docs < 0).any() or (tf < 0).any() or (df < 0).any():
+            raise ValueError("negative counts")
         learnt, learnt_class = a["learnt"], a["learnt_class"]
         if learnt.ndim != 2 or learnt.shape[1:] != (16,) or learnt_class.shape != learnt.shape[:1]:
             raise ValueError("learnt digests of the wrong shape")

@@ -1,0 +1,158 @@
+"""Shared builders of test mail: RFC 822 bytes made with the standard library, written
+as message files, maildirs and mboxrd files.  Nothing here reads a real corpus."""
+from __future__ import annotations
+
+import io
+import random
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from spamnb.sources import Message
+
+ENVELOPE = b"From sender@example.com Mon Jan  1 00:00:00 2024"
+ESCAPE = re.compile(rb">*From ")
+
+SPAM_WORDS = ("viagra", "pills", "cheap", "winner", "lottery", "prize", "casino", "bonus", "crypto", "offer")
+HAM_WORDS = ("meeting", "agenda", "project", "review", "lunch", "tuesday", "report", "budget", "draft", "minutes")
+SHARED_WORDS = ("please", "today", "email", "thanks", "friend")
+
+
+def make_mail(
+    subject: str = "hello",
+    body: str = "hello world",
+    *,
+    sender: str = "alice@example.com",
+    to: str = "bob@example.org",
+    html: str | None = None,
+    charset: str = "utf-8",
+    cte: str | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+) -> bytes:
+    """One message as bytes with LF line ends; `html` adds a text/html alternative."""
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = to
+    msg["Subject"] = subject
+    for name, value in headers:
+        msg[name] = value
+    msg.set_content(body, charset=charset, cte=cte)
+    if html is not None:
+        msg.add_alternative(html, subtype="html")
+    return msg.as_bytes()
+
+
+def raw_mail(head: str, body: bytes) -> bytes:
+    """A message from literal header lines and body bytes, for encodings the email package will not produce."""
+    return head.strip("\n").encode("ascii") + b"\n\n" + body
+
+
+def lines_of(data: bytes) -> list[bytes]:
+    """Lines split on LF only, each keeping its terminator (a CR stays part of its line)."""
+    return list(io.BytesIO(data))
+
+
+def mboxrd(messages: Iterable[bytes], newline: bytes = b"\n") -> bytes:
+    """An mboxrd file: an envelope line before each message, `>*From ` escaped, a blank line after."""
+    out = []
+    for message in messages:
+        out.append(ENVELOPE + newline)
+        out.extend(b">" + line if ESCAPE.match(line) else line for line in lines_of(message))
+        if message and not message.endswith(b"\n"):
+            out.append(newline)
+        out.append(newline)
+    return b"".join(out)
+
+
+def crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
+def write_mbox(path: Path, messages: Iterable[bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(mboxrd(messages))
+    return path
+
+
+def write_maildir(root: Path, messages: Sequence[bytes]) -> list[Path]:
+    """A maildir: even messages in cur/, odd ones in new/, and decoys in tmp/ and dotfiles."""
+    for sub in ("cur", "new", "tmp"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, message in enumerate(messages):
+        sub, suffix = ("cur", ":2,S") if i % 2 == 0 else ("new", "")
+        path = root / sub / f"{1700000000 + i}.M{i}P1.host{suffix}"
+        path.write_bytes(message)
+        paths.append(path)
+    (root / "tmp" / "1700000000.inprogress").write_bytes(make_mail("half-written", "never read"))
+    (root / "cur" / ".hidden").write_bytes(make_mail("hidden", "never read"))
+    return sorted(paths, key=lambda p: p.name)
+
+
+def write_files(root: Path, messages: Sequence[bytes], prefix: str = "msg") -> list[Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, message in enumerate(messages):
+        path = root / f"{prefix}{i:03d}.eml"
+        path.write_bytes(message)
+        paths.append(path)
+    return paths
+
+
+def fake_mail(rng: random.Random, words: Sequence[str], serial: int) -> bytes:
+    """A message mostly of `words`, with some words every class uses."""
+    pool = list(words) + list(SHARED_WORDS)
+    subject = " ".join(rng.choice(words) for _ in range(2))
+    body = " ".join(rng.choice(pool) for _ in range(25))
+    return make_mail(subject, f"{body}\nserial {serial}\n", sender=f"user{serial}@example.com")
+
+
+def fake_corpus(words: Sequence[str], n: int, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [fake_mail(rng, words, seed * 1000 + i) for i in range(n)]
+
+
+def labelled_messages(n: int, seed: int) -> list[Message]:
+    """n spam then n ham messages, labelled, with ids unique to the seed."""
+    spam = [Message(f"spam{seed}.{i}", m, "spam") for i, m in enumerate(fake_corpus(SPAM_WORDS, n, seed))]
+    ham = [Message(f"ham{seed}.{i}", m, "ham") for i, m in enumerate(fake_corpus(HAM_WORDS, n, seed + 1))]
+    return spam + ham
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Labelled generated mail written every way the readers accept."""
+
+    spam: list[bytes]
+    ham: list[bytes]
+    spam_maildir: Path
+    ham_maildir: Path
+    spam_mbox: Path
+    ham_mbox: Path
+    index: Path
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Corpus:
+    spam = fake_corpus(SPAM_WORDS, 12, seed=1)
+    ham = fake_corpus(HAM_WORDS, 12, seed=2)
+    spam_files = write_files(tmp_path / "labelled" / "spam", spam)
+    ham_files = write_files(tmp_path / "labelled" / "ham", ham)
+    index = tmp_path / "labelled" / "index"
+    lines = [f"spam spam/{p.name}" for p in spam_files] + [f"ham ham/{p.name}" for p in ham_files]
+    index.write_text("\n".join(lines) + "\n")
+    write_maildir(tmp_path / "maildir" / "spam", spam)
+    write_maildir(tmp_path / "maildir" / "ham", ham)
+    return Corpus(
+        spam=spam,
+        ham=ham,
+        spam_maildir=tmp_path / "maildir" / "spam",
+        ham_maildir=tmp_path / "maildir" / "ham",
+        spam_mbox=write_mbox(tmp_path / "spam.mbox", spam),
+        ham_mbox=write_mbox(tmp_path / "ham.mbox", ham),
+        index=index,
+    )

@@ -1,0 +1,169 @@
+"""The event models against scikit-learn, incremental counting, and one-message vs batch scoring."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse
+from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+
+from spamnb import classifier, nb, store
+from spamnb.features import Vocabulary, count_rows
+from spamnb.model import Model, Scoring
+from spamnb.sources import Message
+from spamnb.tokens import Tokenizer
+from tests.conftest import labelled_messages, make_mail
+
+ALPHAS = (0.01, 0.5, 1.0, 2.5)
+OURS_AND_THEIRS = ((nb.Multinomial, MultinomialNB), (nb.Bernoulli, BernoulliNB))
+
+
+def random_counts(seed: int, n: int = 60, v: int = 40, density: float = 0.15) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
+    """A sparse count matrix (some columns empty, some rows empty) and labels of both classes."""
+    rng = np.random.default_rng(seed)
+    X = scipy.sparse.random(n, v, density=density, format="csr", random_state=rng, data_rvs=lambda k: rng.integers(1, 6, k))
+    X = X.tolil()
+    X[:, v - 3 :] = 0  # tokens neither class has
+    X[2, :] = 0  # a message with no known token
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    return X.tocsr().astype(np.float64), y
+
+
+def counts_of(X: object, y: np.ndarray) -> nb.Counts:
+    counts = nb.Counts.empty()
+    counts.add(X, y)
+    return counts
+
+
+def assert_counts_equal(a: nb.Counts, b: nb.Counts) -> None:
+    np.testing.assert_array_equal(a.docs, b.docs)
+    np.testing.assert_array_equal(a.tf, b.tf)
+    np.testing.assert_array_equal(a.df, b.df)
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize(("ours", "theirs"), OURS_AND_THEIRS, ids=["multinomial", "bernoulli"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_joint_log_likelihood_matches_scikit_learn(alpha: float, ours: type[nb.EventModel], theirs: type, seed: int) -> None:
+    X, y = random_counts(seed)
+    X_test, _ = random_counts(seed + 100, n=30)
+    reference = theirs(alpha=alpha).fit(X, y)
+    model = ours(alpha)
+    counts = counts_of(X, y)
+    for data in (X, X_test, X_test.toarray()):
+        jll = nb.joint_log_likelihood(model, counts, data)
+        np.testing.assert_allclose(jll, reference.predict_joint_log_proba(data), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(nb.log_odds(model, counts, data), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+
+
+def test_counts_are_what_they_say() -> None:
+    X = np.array([[2, 0, 1], [0, 3, 0], [1, 1, 0]])
+    counts = counts_of(X, np.array([1, 0, 1]))
+    np.testing.assert_array_equal(counts.docs, [1, 2])
+    np.testing.assert_array_equal(counts.tf, [[0, 3, 0], [3, 1, 1]])
+    np.testing.assert_array_equal(counts.df, [[0, 1, 0], [2, 1, 1]])
+
+
+def test_adding_two_halves_equals_adding_all() -> None:
+    X, y = random_counts(7)
+    halves = nb.Counts.empty()
+    halves.add(X[:25], y[:25])
+    halves.add(X[25:], y[25:])
+    assert_counts_equal(halves, counts_of(X, y))
+
+
+def test_narrower_rows_first_then_wider_ones() -> None:
+    X, y = random_counts(8)
+    grown = nb.Counts.empty()
+    grown.add(X[:30, :20], y[:30])  # an earlier, smaller vocabulary
+    grown.add(X[30:], y[30:])
+    head = X[:30].tolil()
+    head[:, 20:] = 0
+    assert_counts_equal(grown, counts_of(scipy.sparse.vstack([head.tocsr(), X[30:]]), y))
+
+
+def test_subtracting_restores_the_counts() -> None:
+    X, y = random_counts(9)
+    counts = counts_of(X[:40], y[:40])
+    before = nb.Counts(counts.docs.copy(), counts.tf.copy(), counts.df.copy())
+    counts.add(X[40:], y[40:])
+    counts.add(X[40:], y[40:], sign=-1)
+    assert_counts_equal(counts, before)
+
+
+@pytest.mark.parametrize("name", ["multinomial", "bernoulli"])
+def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
+    X, y = random_counts(3)
+    model = nb.event_model(name, 1.0)
+    counts = counts_of(X, y)
+    jll = nb.joint_log_likelihood(model, counts, np.zeros((1, X.shape[1])))
+    np.testing.assert_allclose(nb.log_odds(model, counts, np.zeros((1, X.shape[1]))), jll[:, 1] - jll[:, 0], atol=1e-9)
+    if name == "multinomial":
+        prior = np.log(counts.docs / counts.docs.sum())
+        np.testing.assert_allclose(jll[0], prior, atol=1e-12)
+
+
+@pytest.mark.parametrize(("name", "alpha"), [("multinomial", 0), ("bernoulli", -1.0), ("gaussian", 1.0)])
+def test_bad_event_model_or_alpha(name: str, alpha: float) -> None:
+    with pytest.raises(ValueError):
+        nb.event_model(name, alpha)
+
+
+def test_one_class_model_is_refused() -> None:
+    counts = counts_of(np.ones((2, 3)), np.array([1, 1]))
+    with pytest.raises(ValueError, match="no ham"):
+        nb.check_trained(counts)
+
+
+def test_count_rows_drops_unknown_columns_and_sums_repeats() -> None:
+    rows = count_rows([[0, 2, 2, -1], [], [1]], 3)
+    np.testing.assert_array_equal(rows.toarray(), [[1, 0, 2], [0, 0, 0], [0, 1, 0]])
+
+
+def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> None:
+    vocab = Vocabulary(["apple", "kiwi", "pear"], sorted_prefix=3)
+    vocab.grow(["zebra", "banana", "aardvark", "kiwi"])
+    order = vocab.sorted_order()
+    assert [vocab.tokens[i] for i in order] == sorted(vocab.tokens)
+
+
+def trained_model(event: str, alpha: float) -> Model:
+    model = Model(scoring=Scoring(event=event, alpha=alpha))
+    classifier.learn(model, labelled_messages(10, seed=11))
+    return model
+
+
+UNSEEN = [
+    make_mail("cheap pills", "winner winner prize meeting unknownword"),
+    make_mail("agenda", "project review tuesday, budget draft"),
+    make_mail("nothing known", "zzzz qqqq"),
+]
+
+
+@pytest.mark.parametrize(("event", "alpha"), [("multinomial", 1.0), ("bernoulli", 0.5), ("multinomial", 0.01)])
+def test_explain_equals_batch_scoring(event: str, alpha: float, tmp_path: Path) -> None:
+    model = trained_model(event, alpha)
+    path = str(tmp_path / "model.npz")
+    store.save(model, path)
+    loaded = store.load(path)  # a sorted-token vocabulary: the one-message path
+    tokenize = Tokenizer(model.tokens)
+    explained = [loaded.explain(tokenize(m)).log_odds for m in UNSEEN]
+    batch = [s.log_odds for s in classifier.classify(model, [Message(str(i), m) for i, m in enumerate(UNSEEN)])]
+    from_dict_vocab = [model.explain(tokenize(m)).log_odds for m in UNSEEN]
+    np.testing.assert_allclose(explained, batch, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(from_dict_vocab, batch, rtol=0, atol=1e-9)
+    assert batch[0] > 0 > batch[1]
+
+
+@pytest.mark.parametrize("event", ["multinomial", "bernoulli"])
+def test_batch_scoring_equals_the_joint_log_likelihood(event: str) -> None:
+    model = trained_model(event, 1.0)
+    vocab = model.growable()
+    tokenize = Tokenizer(model.tokens)
+    X = count_rows([vocab.lookup(tokenize(m)) for m in UNSEEN], len(vocab))
+    jll = nb.joint_log_likelihood(model.scoring.event_model(), model.counts, X)
+    scored = list(classifier.classify(model, [Message(str(i), m) for i, m in enumerate(UNSEEN)]))
+    np.testing.assert_allclose([s.log_odds for s in scored], jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose([s.score for s in scored], 1 / (1 + np.exp(-(jll[:, 1] - jll[:, 0]))), rtol=1e-12)
