@@ -68,7 +68,8 @@ def model_option(required_default: bool = True) -> Callable[[F], F]:
         "-m",
         "--model",
         "model_path",
-        type=click.Path(dir_okay=False),
+        # No dir_okay=False: a usage error (exit 2) would not pass `--pipe` mail through.
+        type=click.Path(),
         default=default_path if required_default else None,
         show_default="$SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz" if required_default else False,
         help="Model file.",
@@ -203,9 +204,9 @@ def classify(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_j
     if pipe:
         from spamnb import pipe as pipe_filter
 
-        if sources:
-            raise click.UsageError("--pipe reads one message from stdin and takes no SRC")
-        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr))
+        # Even a usage error passes the message through: the caller may be procmail.
+        refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse))
     classify_batch(ctx, model_path, sources or ("-",), as_json)
 
 

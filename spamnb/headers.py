@@ -3,6 +3,12 @@
 Works on raw bytes, never on a parsed message, so that everything but the verdict
 header passes through byte for byte: line endings, 8-bit bytes, folding, a missing
 final newline.
+
+Two views of where the header block ends matter.  Procmail and most mail readers
+end it at the first empty line, so a verdict header anywhere before that line is
+removed (a forgery must not reach a recipe).  Python's email package (and so the
+tokeniser) ends it earlier, at the first line that is neither a field nor a
+continuation, so ours goes in before such a line, where every reader sees a header.
 """
 from __future__ import annotations
 
@@ -13,6 +19,9 @@ VERDICT_NAME = b"X-Spamnb"
 # The header block ends at the first empty line (LF or CRLF).
 BLANK_LINE = re.compile(rb"\r?\n\r?\n")
 VERDICT_LINE = re.compile(rb"^" + VERDICT_NAME + rb"[ \t]*:.*(?:\r?\n[ \t].*)*(?:\r?\n|$)", re.I | re.M)
+# A line the email package reads as part of the header block: a field, a
+# continuation or a stray envelope line (its `headerRE`).
+HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]*:|[ \t]|From ")
 
 
 def split_message(data: bytes) -> tuple[bytes, bytes, bytes]:
@@ -35,18 +44,65 @@ def without_verdict(head: bytes) -> bytes:
     return VERDICT_LINE.sub(b"", head)
 
 
+def fields_end(head: bytes) -> int:
+    """Where the fields of a header block end: before its first line that is not one."""
+    pos = 0
+    while pos < len(head) and HEADER_LINE.match(head, pos):
+        pos = head.find(b"\n", pos) + 1 or len(head)
+    return pos
+
+
+def line_end(before: bytes, *others: bytes) -> bytes:
+    """The line ending to write: that of the line `before` the header, else the first one met."""
+    if before.endswith(b"\n"):
+        return b"\r\n" if before.endswith(b"\r\n") else b"\n"
+    for block in others:
+        end = block.find(b"\n")
+        if end >= 0:
+            return b"\r\n" if block[end - 1 : end] == b"\r" else b"\n"
+    return b"\n"
+
+
 def stamp(data: bytes, value: str) -> bytes:
-    """The message with `X-Spamnb: value` as its last header, replacing any already there."""
+    """The message with `X-Spamnb: value` after its last field, replacing any already there.
+
+    Everything else passes through byte for byte, with one exception: a header-only
+    message (or a lone envelope line) missing its final newline gets one, since the
+    new header needs a line of its own.
+    """
     envelope, head, rest = split_message(data)
     head = without_verdict(head)
-    newline = b"\r\n" if (head or envelope or rest).find(b"\r\n") >= 0 else b"\n"
-    if head and not head.endswith(b"\n"):
-        head += newline
+    cut = fields_end(head)
+    fields, after = head[:cut], head[cut:]
+    newline = line_end(fields, envelope, head, rest)
+    if envelope and not envelope.endswith(b"\n"):
+        envelope += newline
+    if fields and not fields.endswith(b"\n"):
+        fields += newline
     line = VERDICT_NAME + b": " + value.encode("ascii") + newline
-    return envelope + head + line + rest
+    return envelope + fields + line + after + rest
+
+
+def unstamped(data: bytes, limit: int | None = None) -> bytes:
+    """The message as it is learnt and scored: no envelope line, no verdict header, so
+    that it reads the same before and after the pipe; at most `limit` bytes."""
+    _, head, rest = split_message(data)
+    head = without_verdict(head)
+    if limit is None:
+        return head + rest
+    return (head + rest[:limit])[:limit]
 
 
 def digest(data: bytes) -> bytes:
-    """16-byte fingerprint of a message, blind to the envelope and the verdict header."""
+    """16-byte fingerprint of a message, blind to the envelope and the verdict header.
+
+    Blind too to the final newline of a header-only message, which `stamp` may add.
+    """
     _, head, rest = split_message(data)
-    return hashlib.blake2b(without_verdict(head) + rest, digest_size=16).digest()
+    head = without_verdict(head)
+    if not rest:
+        head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith(b"\n") else head
+    fingerprint = hashlib.blake2b(len(head).to_bytes(8, "big"), digest_size=16)
+    fingerprint.update(head)
+    fingerprint.update(rest)
+    return fingerprint.digest()

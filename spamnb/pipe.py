@@ -1,17 +1,34 @@
 """The pass-through filter: one message in, the same message plus a verdict header out.
 
-Fails open: on any error the original bytes go out unchanged, one line goes to
-stderr, and the exit status is 3.  Imports only numpy and the standard library, so
-a message is scored in about the time it takes Python to import numpy.
+The header is `X-Spamnb: VERDICT, score=P`: VERDICT is spam, ham or unsure, P is
+P(spam) to 4 decimals.  It goes after the last header; one already there (ours or a
+forgery, in any case, folded or not) is removed first.  Every other byte passes
+through unchanged (see `headers.stamp`).  Exit status: 0 spam, 1 ham, 2 unsure, 3
+error.
+
+A message longer than the model's `TokenSettings.max_bytes` (1 MiB by default) is
+scored on its first `max_bytes` and passed through whole.
+
+Fails open: on any error (missing or damaged model, unreadable or empty input, a bug,
+MemoryError) the bytes read go out unchanged, one line goes to stderr, and the exit
+status is 3.  Imports only numpy and the standard library, so a message is scored in
+about the time it takes Python to import numpy.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import BinaryIO, TextIO
 
 from spamnb import headers
 
 EXIT = {"spam": 0, "ham": 1, "unsure": 2}
 EXIT_ERROR = 3
+READ_SIZE = 1 << 16
+AFTERWORD = "; message passed through unchanged"
+
+
+class InputError(Exception):
+    """Nothing to filter."""
 
 
 def verdict_header(verdict: str, score: float) -> str:
@@ -19,24 +36,70 @@ def verdict_header(verdict: str, score: float) -> str:
     return f"{verdict}, score={score:.4f}"
 
 
-def run(model_path: str, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> int:
-    data = b""
-    try:
-        data = stdin.read()
-        # Imported here so that even a broken installation passes mail through.
-        from spamnb import store
-        from spamnb.model import probability
-        from spamnb.tokens import Tokenizer
+def read_into(stdin: BinaryIO, chunks: list[bytes]) -> None:
+    """Read to the end in pieces, so that what was read before an error is kept.
 
-        model = store.load(model_path)
-        explanation = model.explain(Tokenizer(model.tokens)(data))
-        score = probability(explanation.log_odds)
-        verdict = model.scoring.verdict(score)
-        out = headers.stamp(data, verdict_header(verdict, score))
-        status = EXIT[verdict]
+    `read1` makes one system call at most: a buffered `read` that fails part way
+    drops what it had gathered in that call.
+    """
+    read = getattr(stdin, "read1", stdin.read)
+    while chunk := read(READ_SIZE):
+        chunks.append(chunk)
+
+
+def one_line(err: BaseException) -> str:
+    try:
+        return " ".join(str(err).split())
+    except Exception:  # noqa: BLE001 - a broken __str__ must not stop the mail
+        return ""
+
+
+def describe(err: BaseException) -> str:
+    """One line: the message of an expected error, the type too of any other."""
+    text = one_line(err)
+    if isinstance(err, InputError) or type(err).__name__ == "ModelError":
+        return text
+    return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
+
+
+def filter_message(model_path: str, data: bytes) -> tuple[bytes, int]:
+    """The stamped message and its exit status."""
+    if not data:
+        raise InputError("empty input: no message on stdin")
+    # Imported here so that even a broken installation passes mail through.
+    from spamnb import store
+    from spamnb.model import probability
+    from spamnb.tokens import Tokenizer
+
+    model = store.load(model_path)
+    explanation = model.explain(Tokenizer(model.tokens)(data))
+    score = probability(explanation.log_odds)
+    verdict = model.scoring.verdict(score)
+    return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
+
+
+def run(model_path: str, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, refuse: str = "") -> int:
+    """Filter one message; `refuse` (a usage error) passes it through unscored with that reason."""
+    chunks: list[bytes] = []
+    complaint = ""
+    try:
+        read_into(stdin, chunks)
+        if refuse:
+            raise InputError(refuse)
+        chunks[:] = [b"".join(chunks)]
+        out, status = filter_message(model_path, chunks[0])
+        chunks[:] = [out]
     except Exception as err:  # noqa: BLE001 - fail open, whatever went wrong (MemoryError too)
-        out, status = data, EXIT_ERROR
-        stderr.write(f"spamnb: {type(err).__name__ if not str(err) else err}; message passed through unchanged\n")
-    stdout.write(out)
-    stdout.flush()
+        status, complaint = EXIT_ERROR, describe(err) + AFTERWORD
+    try:
+        for chunk in chunks:
+            stdout.write(chunk)
+        stdout.flush()
+    except Exception as err:  # noqa: BLE001 - stdout is gone: nothing more can be done for the message
+        status, complaint = EXIT_ERROR, f"cannot write the message to stdout: {one_line(err) or type(err).__name__}"
+    if complaint:
+        with contextlib.suppress(Exception):
+            stderr.write(f"spamnb: {complaint}\n")
+            stderr.flush()
     return status
+

@@ -42,49 +42,95 @@ class SourceError(Exception):
 # both keeps an unescaped "From here on..." paragraph inside a body from splitting it.
 # (`From \S*.*` would match the same lines in time quadratic in their length.)
 ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
-ESCAPED_FROM = re.compile(rb">+From ")
+# Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
+MARKED_LINE = re.compile(rb"^>*From ", re.M)
+BLOCK = 1 << 16
 
 
-def read_mbox(stream: Iterable[bytes], name: str, label: str | None = None) -> Iterator[Message]:
+def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: bytes = b"") -> Iterator[Message]:
     """Messages of an mboxrd/mboxo stream that starts with an envelope line.
 
     The N-th message is named `name:N`; a stream holding one message keeps the plain
     name, so a message file saved with an envelope line is named like any other.
     One finished message is held back until the next one starts, to know which.
+    `first`: bytes already read from the start of the stream.
+
+    The stream is scanned in blocks, looking only at lines that start `From ` or
+    `>From `: a line at a time, 10 MB of short lines took 3 s and 450 MB.
     """
-    current: list[bytes] | None = None
-    held: list[bytes] | None = None
+    current: bytearray | None = None
+    held: bytearray | None = None
     count = 0
-    blank_before = True
-    for line in stream:
-        stripped = line.rstrip(b"\r\n")
-        if blank_before and stripped.startswith(b"From ") and ENVELOPE.match(stripped):
+    blank_before = True  # the line before is blank, or there is none
+    for block in line_blocks(stream, first):
+        pos = 0
+        for marked in MARKED_LINE.finditer(block):
+            start = marked.start()
+            if block[start] == ord(">"):  # unescape one level
+                current = append(current, block, pos, start)
+                pos = start + 1
+                continue
+            end = block.find(b"\n", start) + 1 or len(block)
+            if not (blank_before if start == 0 else is_blank(block, last_line_start(block, start), start)):
+                continue
+            if not ENVELOPE.match(block, start, end):
+                continue
+            current = append(current, block, pos, start)
             if current is not None:
                 if held is not None:
                     count += 1
-                    yield Message(f"{name}:{count}", join_mbox_lines(held), label)
+                    yield Message(f"{name}:{count}", finish(held), label)
                 held = current
-            current = []
-            blank_before = False
-            continue
-        blank_before = not stripped
-        if current is None:
-            current = []
-        current.append(line)
-    rest = [lines for lines in (held, current) if lines is not None]
+            current = bytearray()
+            pos = end
+        current = append(current, block, pos, len(block))
+        blank_before = is_blank(block, last_line_start(block, len(block)), len(block))
+    rest = [message for message in (held, current) if message is not None]
     if count == 0 and len(rest) == 1:
-        yield Message(name, join_mbox_lines(rest[0]), label)
+        yield Message(name, finish(rest[0]), label)
         return
-    for lines in rest:
+    for message in rest:
         count += 1
-        yield Message(f"{name}:{count}", join_mbox_lines(lines), label)
+        yield Message(f"{name}:{count}", finish(message), label)
 
 
-def join_mbox_lines(lines: list[bytes]) -> bytes:
-    """A message's lines with the separator's blank line dropped and `>From ` unescaped."""
-    if lines and not lines[-1].rstrip(b"\r\n"):
-        lines = lines[:-1]
-    return b"".join(line[1:] if ESCAPED_FROM.match(line) else line for line in lines)
+def line_blocks(stream: BinaryIO, first: bytes = b"") -> Iterator[bytes]:
+    """The stream in blocks of about BLOCK bytes, each ending at a line end (or the end)."""
+    pending = [first] if first else []
+    while chunk := stream.read(BLOCK):
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:  # inside a long line: gather it
+            pending.append(chunk)
+            continue
+        yield b"".join([*pending, chunk[:cut]])
+        pending = [chunk[cut:]] if cut < len(chunk) else []
+    if pending:
+        yield b"".join(pending)
+
+
+def last_line_start(block: bytes | bytearray, end: int) -> int:
+    """Where the line ending just before `end` starts."""
+    return block.rfind(b"\n", 0, max(end - 1, 0)) + 1
+
+
+def is_blank(block: bytes | bytearray, start: int, end: int) -> bool:
+    return start < end and not block[start:end].rstrip(b"\r\n")
+
+
+def append(message: bytearray | None, block: bytes, start: int, end: int) -> bytearray | None:
+    """`message` with block[start:end] added; a message starts with its first byte."""
+    if start < end:
+        message = message if message is not None else bytearray()
+        message += memoryview(block)[start:end]
+    return message
+
+
+def finish(message: bytearray) -> bytes:
+    """The message less the blank line that separated it from the next."""
+    last = last_line_start(message, len(message))
+    if is_blank(message, last, len(message)):
+        del message[last:]
+    return bytes(message)
 
 
 def read_file(path: str, label: str | None = None) -> Iterator[Item]:
@@ -96,20 +142,15 @@ def read_file(path: str, label: str | None = None) -> Iterator[Item]:
                 yield Problem(path, "empty file", label)
                 return
             if first.startswith(b"From ") and ENVELOPE.match(first.rstrip(b"\r\n")):
-                yield from read_mbox(_chain_first(first, stream), path, label)
+                yield from read_mbox(stream, path, label, first)
             else:
                 yield Message(path, first + stream.read(), label)
-    except OSError as err:
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path (an index line)
         yield Problem(path, os_reason(err), label)
 
 
-def _chain_first(first: bytes, rest: BinaryIO) -> Iterator[bytes]:
-    yield first
-    yield from rest
-
-
-def os_reason(err: OSError) -> str:
-    return err.strerror or str(err)
+def os_reason(err: OSError | ValueError) -> str:
+    return getattr(err, "strerror", None) or str(err)
 
 
 def is_maildir(path: str) -> bool:

@@ -169,7 +169,8 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
     """Hold an exclusive lock beside the model, so concurrent learners serialise."""
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)  # one lock for every symlink to a model
+    folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
