@@ -28,7 +28,9 @@ class Scoring:
 
     event: str = "fisher"
     alpha: float | None = None
-    spam_cutoff: float = 0.9
+    # Calibrated P(spam) cut-offs, by measurement (Fisher, 5 folds): at 0.95 1 ham of
+    # 4,150 is flagged and 9.9% of spam missed; at 0.9 2 ham and 7.0% missed.
+    spam_cutoff: float = 0.95
     ham_cutoff: float = 0.1
     calibration: tuple[float, float] = (1.0, 0.0)
 
