@@ -5,6 +5,7 @@ number of messages.  Unreadable messages pass through as `Problem` items.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -15,7 +16,7 @@ import numpy as np
 
 from spamnb import headers, nb
 from spamnb.features import Vocabulary, count_rows
-from spamnb.model import Model, Scoring, probabilities
+from spamnb.model import Model, Scoring, fit_platt
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 
@@ -63,6 +64,7 @@ def learn(
     report = LearnReport()
     vocab = model.growable()
     tokenize = Tokenizer(model.tokens)
+    sample = Reservoir(CALIBRATION_SAMPLE)
     for batch in chunks(items):
         docs: list[list[int]] = []
         classes: list[int] = []
@@ -96,6 +98,8 @@ def learn(
                 changes.append((cls, 1))
             if changes:
                 cols = vocab.grow(tokenize(item.data))
+                if not forget:
+                    sample.offer((cols, cls))
                 for c, sign in changes:
                     docs.append(cols)
                     classes.append(c)
@@ -103,7 +107,32 @@ def learn(
         apply_changes(model, vocab, docs, classes, signs)
         if progress:
             progress(len(batch))
+    if sample.items:
+        X = count_rows([cols for cols, _ in sample.items], len(vocab))
+        y = np.array([cls for _, cls in sample.items], dtype=np.int64)
+        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, X, y)
     return report
+
+
+# Calibration is fitted on at most this many of the messages learnt in one call.
+CALIBRATION_SAMPLE = 10_000
+
+
+class Reservoir:
+    """A uniform sample of at most `size` of the items offered (Vitter's algorithm R), reproducible."""
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        self.size, self.seen, self.items = size, 0, []
+        self._rng = np.random.default_rng(seed)
+
+    def offer(self, item) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+        else:
+            j = int(self._rng.integers(self.seen))
+            if j < self.size:
+                self.items[j] = item
 
 
 def apply_changes(model: Model, vocab: Vocabulary, docs: list[list[int]], classes: list[int], signs: list[int]) -> None:
@@ -134,14 +163,14 @@ def classify(
 ) -> Iterator[Scored | Problem]:
     """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs."""
     vocab = model.growable()
-    w, b = model.weights()
+    table, b = model.table()
     event = model.scoring.event_model()
     tokenize = Tokenizer(model.tokens)
     for batch in chunks(items):
         messages = [m for m in batch if isinstance(m, Message)]
         rows = count_rows([vocab.lookup(tokenize(m.data)) for m in messages], len(vocab))
-        odds = np.asarray(event.prepare(rows) @ w).ravel() + b
-        scored = iter(zip(messages, odds, probabilities(odds), strict=True))
+        odds = nb.batch_log_odds(event, table, b, rows)
+        scored = iter(zip(messages, odds, model.scoring.probabilities(odds), strict=True))
         for item in batch:
             if isinstance(item, Problem):
                 yield item
@@ -195,23 +224,60 @@ def cross_validate(
     total.add(X, y)
     event = scoring.event_model()
     odds = np.zeros(len(ids))
+    probs = np.zeros(len(ids))
     for fold in range(k):
         test = np.flatnonzero(folds == fold)
         if test.size == 0:
             continue
-        held = nb.Counts.empty(len(vocab))
-        held.add(X[test], y[test])
-        train = total - held
+        train_rows = np.flatnonzero(folds != fold)
+        train = total - counts_of(X[test], y[test], len(vocab))
         nb.check_trained(train)
-        # The fold's model knows only the tokens of its own training messages.
-        seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
-        w_seen, b = event.weights(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
-        w = np.zeros(len(vocab))
-        w[seen] = w_seen
-        odds[test] = np.asarray(event.prepare(X[test]) @ w).ravel() + b
-    probs = probabilities(odds)
+        odds[test] = fold_log_odds(event, train, X[test])
+        # As `train` would: calibration fitted on the fold's own training messages only.
+        fitted = calibrated(scoring, event, train, X[train_rows], y[train_rows])
+        probs[test] = fitted.probabilities(odds[test])
     scored = [
         Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
         for i, label, lo, p in zip(ids, labels, odds, probs, strict=True)
     ]
     return scored, problems
+
+
+def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
+    out = nb.Counts.empty(n_features)
+    out.add(X, y)
+    return out
+
+
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, X) -> np.ndarray:
+    """Log-odds of the rows X under a model of the counts `train`, which knows only its own tokens."""
+    seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
+    table_seen, b = event.table(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
+    table = np.zeros((train.n_features, *table_seen.shape[1:]))
+    table[seen] = table_seen
+    return nb.batch_log_odds(event, table, b, X)
+
+
+CALIBRATION_FOLDS = 5
+# Fewer learnt messages of either class than this and the calibration is left as it was.
+CALIBRATION_MIN = 20
+
+
+def held_out_log_odds(event: nb.EventModel, counts: nb.Counts, X, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
+    """Log-odds of each learnt row X (already inside `counts`) by a model without its 1/k share of X."""
+    odds = np.zeros(X.shape[0])
+    part = np.arange(X.shape[0]) % k
+    for fold in range(k):
+        rows = np.flatnonzero(part == fold)
+        if rows.size:
+            odds[rows] = fold_log_odds(event, counts - counts_of(X[rows], y[rows], counts.n_features), X[rows])
+    return odds
+
+
+def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, X, y: np.ndarray) -> Scoring:
+    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages X, y."""
+    y = np.asarray(y)
+    if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
+        return scoring
+    odds = held_out_log_odds(event, counts, X, y)
+    return dataclasses.replace(scoring, calibration=fit_platt(odds, y == nb.SPAM))

@@ -92,8 +92,8 @@ def token_options(fn: F) -> F:
 
 
 def scoring_options(fn: F) -> F:
-    fn = click.option("--event", type=click.Choice(["multinomial", "bernoulli"]), default=None, help="Event model. [default: multinomial]")(fn)
-    fn = click.option("--alpha", type=float, default=None, help="Lidstone smoothing. [default: 1.0]")(fn)
+    fn = click.option("--event", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default=None, help="Scoring: Robinson-Fisher combining, or the multinomial or Bernoulli naive Bayes event model. [default: fisher]")(fn)
+    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 fisher, 1.0 multinomial, 1.0 bernoulli]")(fn)
     return fn
 
 
@@ -121,7 +121,11 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
             code=2,
         )
     tokens = dataclasses.replace(tokens, **token_changes)
-    scoring = dataclasses.replace(scoring, **{k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None})
+    scoring_changes = {k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None}
+    if scoring_changes and dataclasses.replace(scoring, **scoring_changes) != scoring:
+        # The calibration was fitted to the other scoring's log-odds; it is refitted when training.
+        scoring_changes["calibration"] = Scoring().calibration
+    scoring = dataclasses.replace(scoring, **scoring_changes)
     return tokens, scoring
 
 
@@ -317,7 +321,6 @@ def evaluate(
 def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -> None:
     """Summarise MODEL, or explain the verdict on a message."""
     from spamnb import report, sources, store
-    from spamnb.model import probability
     from spamnb.tokens import Tokenizer
 
     model = store.load(model_path, growable=True)
@@ -337,7 +340,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
         e = model.explain(tokenize(item.data))
-        score = probability(e.log_odds)
+        score = model.scoring.probability(e.log_odds)
         rows = report.explanation_rows(model, e, top)
         verdict = model.scoring.verdict(score)
         if as_json:

@@ -25,12 +25,11 @@ def run(model_path: str, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> i
         data = stdin.read()
         # Imported here so that even a broken installation passes mail through.
         from spamnb import store
-        from spamnb.model import probability
         from spamnb.tokens import Tokenizer
 
         model = store.load(model_path)
         explanation = model.explain(Tokenizer(model.tokens)(data))
-        score = probability(explanation.log_odds)
+        score = model.scoring.probability(explanation.log_odds)
         verdict = model.scoring.verdict(score)
         out = headers.stamp(data, verdict_header(verdict, score))
         status = EXIT[verdict]

@@ -27,7 +27,7 @@ from spamnb.model import Model, Scoring
 from spamnb.tokens import TokenSettings
 
 FORMAT = "spamnb-model"
-VERSION = 1
+VERSION = 2  # 2: Fisher scoring, calibration in the scoring JSON, URL/Received/long-word tokens
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
 
 
