@@ -76,7 +76,8 @@ MAX_PARTS = 200
 @cache
 def stopword_set() -> frozenset[str]:
     text = resources.files("spamnb").joinpath("stopwords.txt").read_text("utf-8")
-    return frozenset(w for w in text.split() if not w.startswith("#"))
+    lines = (line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return frozenset(w for line in lines for w in line.split())
 
 
 def decode_bytes(data: bytes, charset: str | None) -> str:
