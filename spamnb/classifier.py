@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -14,8 +15,9 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb import headers, nb
-from spamnb.features import Vocabulary, count_rows
+from spamnb.features import Rows, Vocabulary, local_rows, rows_matrix
 from spamnb.model import Model, Scoring, probabilities
+from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 
@@ -48,74 +50,118 @@ class LearnReport:
         return bool(self.learnt or self.moved or self.forgotten)
 
 
+# What forked workers need (the model's tokeniser, vocabulary and weights): set by
+# the parent just before it starts them, inherited through fork, never pickled.
+_WORK: dict = {}
+
+
+def _tokenize_rows(datas: list[bytes]) -> Rows:
+    """Worker task: raw messages -> their distinct tokens and counts."""
+    tokenize = _WORK["tokenize"]
+    return local_rows([tokenize(data) for data in datas])
+
+
+def _score(datas: list[bytes]) -> np.ndarray:
+    """Worker task: raw messages -> log-odds under the model."""
+    rows = _tokenize_rows(datas)
+    mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
+    X = rows_matrix(mapping[rows.cols], rows.counts, rows.lengths, _WORK["n_features"])
+    return np.asarray(_WORK["event"].prepare(X) @ _WORK["w"]).ravel() + _WORK["b"]
+
+
+def chunk_size(jobs: int) -> int:
+    # Smaller tasks keep both workers busy to the end of a few thousand messages.
+    return CHUNK if jobs <= 1 else CHUNK // 2
+
+
+class _Changes(NamedTuple):
+    """One chunk's learning: which tokenised message each count change uses, its class and sign."""
+
+    size: int
+    which: list[int]
+    classes: list[int]
+    signs: list[int]
+
+
 def learn(
     model: Model,
     items: Iterable[Item],
     forget: bool = False,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> LearnReport:
     """Learn each labelled message as its class, or forget it (`forget=True`).
 
     Learning a message already learnt as the same class changes nothing; learnt as
     the other class, it moves.  Forgetting a message never learnt is refused
-    (reported in `never_learnt`).
+    (reported in `never_learnt`).  The digests are checked here, in order; only the
+    messages whose counts change are tokenised, by `jobs` processes.
     """
     report = LearnReport()
     vocab = model.growable()
-    tokenize = Tokenizer(model.tokens)
-    for batch in chunks(items):
-        docs: list[list[int]] = []
-        classes: list[int] = []
-        signs: list[int] = []
-        for item in batch:
-            if isinstance(item, Problem):
-                report.problems.append(item)
-                continue
-            if item.label not in LABEL_CLASS:
-                raise ValueError(f"{item.id}: no class to learn it as")
-            cls = LABEL_CLASS[item.label]
-            key = headers.digest(item.data)
-            before = model.learnt.get(key)
-            changes: list[tuple[int, int]] = []  # (class, sign)
-            if forget:
-                if before is None:
-                    report.never_learnt.append(item.id)
+    _WORK.clear()
+    _WORK["tokenize"] = Tokenizer(model.tokens)
+    pending: deque[_Changes] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas: list[bytes] = []
+            change = _Changes(len(batch), [], [], [])
+            for item in batch:
+                if isinstance(item, Problem):
+                    report.problems.append(item)
+                    continue
+                if item.label not in LABEL_CLASS:
+                    raise ValueError(f"{item.id}: no class to learn it as")
+                cls = LABEL_CLASS[item.label]
+                key = headers.digest(item.data)
+                before = model.learnt.get(key)
+                changes: list[tuple[int, int]] = []  # (class, sign)
+                if forget:
+                    if before is None:
+                        report.never_learnt.append(item.id)
+                    else:
+                        del model.learnt[key]
+                        changes.append((before, -1))
+                        report.forgotten += 1
+                elif before == cls:
+                    report.already += 1
                 else:
-                    del model.learnt[key]
-                    changes.append((before, -1))
-                    report.forgotten += 1
-            elif before == cls:
-                report.already += 1
-            else:
-                if before is not None:
-                    changes.append((before, -1))
-                    report.moved += 1
-                else:
-                    report.learnt += 1
-                model.learnt[key] = cls
-                changes.append((cls, 1))
-            if changes:
-                cols = vocab.grow(tokenize(item.data))
-                for c, sign in changes:
-                    docs.append(cols)
-                    classes.append(c)
-                    signs.append(sign)
-        apply_changes(model, vocab, docs, classes, signs)
+                    if before is not None:
+                        changes.append((before, -1))
+                        report.moved += 1
+                    else:
+                        report.learnt += 1
+                    model.learnt[key] = cls
+                    changes.append((cls, 1))
+                if changes:
+                    for c, sign in changes:
+                        change.which.append(len(datas))
+                        change.classes.append(c)
+                        change.signs.append(sign)
+                    datas.append(item.data)
+            pending.append(change)
+            yield datas
+
+    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+        change = pending.popleft()
+        apply_changes(model, vocab, rows, change)
         if progress:
-            progress(len(batch))
+            progress(change.size)
     return report
 
 
-def apply_changes(model: Model, vocab: Vocabulary, docs: list[list[int]], classes: list[int], signs: list[int]) -> None:
-    if not docs:
+def apply_changes(model: Model, vocab: Vocabulary, rows: Rows, change: _Changes) -> None:
+    if not change.which:
         return
-    X = count_rows(docs, len(vocab))
-    y = np.asarray(classes)
-    s = np.asarray(signs)
+    mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+    X = rows_matrix(mapping[rows.cols], rows.counts, rows.lengths, len(vocab))[change.which]
+    y = np.asarray(change.classes)
+    s = np.asarray(change.signs)
     for sign in (1, -1):
-        rows = np.flatnonzero(s == sign)
-        if rows.size:
-            model.counts.add(X[rows], y[rows], sign)
+        picked = np.flatnonzero(s == sign)
+        if picked.size:
+            model.counts.add(X[picked], y[picked], sign)
     model.counts.grow(len(vocab))
 
 
@@ -131,23 +177,32 @@ def classify(
     model: Model,
     items: Iterable[Item],
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> Iterator[Scored | Problem]:
-    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs."""
+    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs.
+
+    Results come in the order of `items`, whatever `jobs`.
+    """
     vocab = model.growable()
     w, b = model.weights()
-    event = model.scoring.event_model()
-    tokenize = Tokenizer(model.tokens)
-    for batch in chunks(items):
-        messages = [m for m in batch if isinstance(m, Message)]
-        rows = count_rows([vocab.lookup(tokenize(m.data)) for m in messages], len(vocab))
-        odds = np.asarray(event.prepare(rows) @ w).ravel() + b
-        scored = iter(zip(messages, odds, probabilities(odds), strict=True))
+    _WORK.clear()
+    _WORK.update(tokenize=Tokenizer(model.tokens), vocab=vocab, n_features=len(vocab), w=w, b=b, event=model.scoring.event_model())
+    batches: deque[list[Item]] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            batches.append(batch)
+            yield [m.data for m in batch if isinstance(m, Message)]
+
+    for odds in ordered_map(_score, tasks(), jobs):
+        batch = batches.popleft()
+        scored = iter(zip(odds.tolist(), probabilities(odds).tolist(), strict=True))
         for item in batch:
             if isinstance(item, Problem):
                 yield item
                 continue
-            m, lo, p = next(scored)
-            yield Scored(m.id, m.label, float(lo), float(p), model.scoring.verdict(float(p)))
+            lo, p = next(scored)
+            yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
         if progress:
             progress(len(batch))
 
@@ -163,6 +218,7 @@ def cross_validate(
     tokens: TokenSettings,
     scoring: Scoring,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> tuple[list[Scored], list[Problem]]:
     """k-fold cross-validation: every labelled message scored by a model trained without its fold.
 
@@ -171,24 +227,38 @@ def cross_validate(
     if k < 2:
         raise ValueError(f"--folds needs at least 2 folds, not {k}")
     vocab = Vocabulary()
-    tokenize = Tokenizer(tokens)
-    docs: list[list[int]] = []
+    _WORK.clear()
+    _WORK["tokenize"] = Tokenizer(tokens)
     ids: list[str] = []
     labels: list[str] = []
     problems: list[Problem] = []
-    for batch in chunks(items):
-        for item in batch:
-            if isinstance(item, Problem):
-                problems.append(item)
-                continue
-            if item.label not in LABEL_CLASS:
-                raise ValueError(f"{item.id}: no class to learn it as")
-            docs.append(vocab.grow(tokenize(item.data)))
-            ids.append(item.id)
-            labels.append(item.label)
+    sizes: deque[int] = deque()
+    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas = []
+            for item in batch:
+                if isinstance(item, Problem):
+                    problems.append(item)
+                    continue
+                if item.label not in LABEL_CLASS:
+                    raise ValueError(f"{item.id}: no class to learn it as")
+                datas.append(item.data)
+                ids.append(item.id)
+                labels.append(item.label)
+            sizes.append(len(batch))
+            yield datas
+
+    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+        mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+        parts[0].append(mapping[rows.cols])
+        parts[1].append(rows.counts)
+        parts[2].append(rows.lengths)
+        size = sizes.popleft()
         if progress:
-            progress(len(batch))
-    X = count_rows(docs, len(vocab))
+            progress(size)
+    X = rows_matrix(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts), len(vocab))
     y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
     total = nb.Counts.empty(len(vocab))

@@ -8,8 +8,9 @@ dictionary of the whole vocabulary (the pipe path's start-up cost).
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -83,6 +84,49 @@ class SortedTokens:
             i = bisect.bisect_left(self, key)  # type: ignore[call-overload]
             out.append(i if i < n and self[i] == key else -1)
         return out
+
+
+class Rows(NamedTuple):
+    """A chunk of messages as distinct tokens with counts, over a chunk-local vocabulary.
+
+    Message i holds the columns `cols[offsets[i]:offsets[i+1]]` of `tokens`, each
+    `counts` times.  Compact to send between processes: each token string once.
+    """
+
+    tokens: list[str]
+    cols: np.ndarray
+    counts: np.ndarray
+    lengths: np.ndarray
+
+
+def local_rows(token_lists: Iterable[Sequence[str]]) -> Rows:
+    index: dict[str, int] = {}
+    setdefault = index.setdefault
+    cols: list[int] = []
+    counts: list[int] = []
+    lengths: list[int] = []
+    for tokens in token_lists:
+        seen = Counter(tokens)
+        lengths.append(len(seen))
+        cols.extend([setdefault(t, len(index)) for t in seen])
+        counts.extend(seen.values())
+    return Rows(list(index), np.asarray(cols, dtype=np.int32), np.asarray(counts, dtype=np.int32), np.asarray(lengths, dtype=np.int64))
+
+
+def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_features: int) -> scipy.sparse.csr_matrix:
+    """Sparse (len(lengths), n_features) count matrix; columns < 0 (unknown tokens) are dropped.
+
+    Columns within a row are distinct (as `local_rows` makes them), so no summing is needed.
+    """
+    import scipy.sparse
+
+    keep = cols >= 0
+    row_of = np.repeat(np.arange(len(lengths)), lengths)
+    if not keep.all():
+        cols, counts, row_of = cols[keep], counts[keep], row_of[keep]
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_of, minlength=len(lengths)), out=indptr[1:])
+    return scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
 
 
 def count_rows(docs: Sequence[Sequence[int]], n_features: int) -> scipy.sparse.csr_matrix:
