@@ -58,23 +58,33 @@ class Vocabulary:
 
 
 class SortedTokens:
-    """Read-only vocabulary over the newline-joined sorted UTF-8 token blob."""
+    """Read-only vocabulary over the newline-joined sorted UTF-8 token blob.
 
-    def __init__(self, blob: bytes) -> None:
+    `offsets[i]` is where token i starts and `offsets[i+1] - 1` where it ends (the
+    model file stores them, so opening a model is not a pass over its vocabulary).
+    `blob` is anything that slices to bytes: bytes, or an mmap of the model file
+    with the blob at `base`, so that a lookup touches only the pages it reads.
+    """
+
+    def __init__(self, blob: bytes, offsets: Sequence[int] | None = None, base: int = 0, size: int | None = None) -> None:
         self.blob = blob
-        if blob:
-            raw = np.frombuffer(blob, dtype=np.uint8)
-            ends = np.flatnonzero(raw == ord(SEPARATOR))
-            self.starts = np.concatenate(([0], ends + 1))
-            self.ends = np.concatenate((ends, [len(blob)]))
-        else:
-            self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        self.base = base
+        self.size = len(blob) - base if size is None else size
+        if offsets is None:
+            offsets = token_offsets(bytes(blob[base : base + self.size]))
+        if isinstance(offsets, np.ndarray):
+            offsets = as_ints(offsets)
+        self.offsets = offsets
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> bytes:
-        return self.blob[self.starts[i] : self.ends[i]]
+        return self.blob[self.base + self.offsets[i] : self.base + self.offsets[i + 1] - 1]
+
+    def data(self) -> bytes:
+        """The whole blob as bytes."""
+        return bytes(self.blob[self.base : self.base + self.size])
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
         n = len(self)
@@ -84,6 +94,22 @@ class SortedTokens:
             i = bisect.bisect_left(self, key)  # type: ignore[call-overload]
             out.append(i if i < n and self[i] == key else -1)
         return out
+
+
+def as_ints(a: np.ndarray) -> memoryview:
+    """A view that indexes to plain ints (a bisect over numpy scalars is 3x slower)."""
+    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))
+    return memoryview(a).cast("B").cast(a.dtype.char)
+
+
+def token_offsets(blob: bytes) -> np.ndarray:
+    """Start of each token in a newline-joined blob, and one past the end plus one."""
+    if not blob:
+        return np.zeros(1, dtype=np.uint32)
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    ends = np.flatnonzero(raw == ord(SEPARATOR))
+    dtype = np.uint32 if len(blob) < 2**32 - 1 else np.uint64
+    return np.concatenate(([0], ends + 1, [len(blob) + 1])).astype(dtype)
 
 
 class Rows(NamedTuple):

@@ -68,10 +68,12 @@ class Model:
     counts: nb.Counts = field(default_factory=nb.Counts.empty)
     # message digest -> class (nb.HAM / nb.SPAM) of every message learnt
     learnt: dict[bytes, int] = field(default_factory=dict)
+    # Opened for scoring only (learnt digests not read, arrays mapped read-only): never saved.
+    scoring_only: bool = False
 
     def growable(self) -> Vocabulary:
         if isinstance(self.vocab, SortedTokens):
-            text = self.vocab.blob.decode("utf-8", "surrogatepass")
+            text = self.vocab.data().decode("utf-8", "surrogatepass")
             self.vocab = Vocabulary(text.split("\n") if text else [], sorted_prefix=len(self.vocab))
         return self.vocab
 
