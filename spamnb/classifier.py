@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb import headers, nb
-from spamnb.features import Rows, Vocabulary, local_rows, rows_matrix
+from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_matrix
 from spamnb.model import Model, Scoring, probabilities
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
@@ -98,7 +98,7 @@ def learn(
     messages whose counts change are tokenised, by `jobs` processes.
     """
     report = LearnReport()
-    vocab = model.growable()
+    vocab = model.learnable()
     _WORK.clear()
     _WORK["tokenize"] = Tokenizer(model.tokens)
     pending: deque[_Changes] = deque()
@@ -151,17 +151,16 @@ def learn(
     return report
 
 
-def apply_changes(model: Model, vocab: Vocabulary, rows: Rows, change: _Changes) -> None:
+def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, rows: Rows, change: _Changes) -> None:
     if not change.which:
         return
     mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
-    X = rows_matrix(mapping[rows.cols], rows.counts, rows.lengths, len(vocab))[change.which]
-    y = np.asarray(change.classes)
-    s = np.asarray(change.signs)
-    for sign in (1, -1):
-        picked = np.flatnonzero(s == sign)
-        if picked.size:
-            model.counts.add(X[picked], y[picked], sign)
+    # Each change uses one tokenised message's flat slice of columns.
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    which = np.asarray(change.which)
+    lengths = rows.lengths[which]
+    pick = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in which]) if len(which) else np.zeros(0, np.int64)
+    model.counts.add_flat(mapping[rows.cols[pick]], rows.counts[pick].astype(np.int64), lengths, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
 
 

@@ -184,7 +184,7 @@ def train(
     items = sources.read_labelled(spam, ham, index)
     with store.locked(model_path):
         if os.path.exists(model_path):
-            model = store.load(model_path, growable=True)
+            model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
         else:
             if forget:

@@ -165,3 +165,30 @@ def test_model_without_offsets_still_loads(model, tmp_path):
     np.savez(old, allow_pickle=False, **arrays)
     a, b = store.load(model), store.load(old, scoring_only=True)
     assert len(a.vocab) == len(b.vocab) and a.vocab.lookup(["subject:free"]) == b.vocab.lookup(["subject:free"])
+
+
+@pytest.mark.parametrize("limit", [0, 20_000])
+def test_learning_a_few_messages_splices_the_vocabulary_like_a_full_rebuild(corpus, model, tmp_path, monkeypatch, limit):
+    from spamnb.features import GrowingSorted
+
+    monkeypatch.setattr(GrowingSorted, "LIMIT", limit)
+    path = str(tmp_path / "m.npz")
+    spam_dir = tmp_path / "new"
+    spam_dir.mkdir()
+    # New tokens that sort before, between and after the known ones, and known ones.
+    (spam_dir / "a").write_bytes(b"Subject: aaaa zzzzzz free\n\nmoney 0000 mmmm-new yyyyyyyy\n")
+    (spam_dir / "b").write_bytes(b"Subject: another\n\nfree free casino \xc3\xa9t\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87\n")
+    import shutil
+
+    shutil.copy(model, path)
+    code, out = run("train", "-m", path, "--spam", str(spam_dir), "--jobs", "1")
+    assert code == 0, out
+    reference = str(tmp_path / "ref.npz")
+    code, out = run(
+        "train", "-m", reference, "--spam", str(corpus / "spam"), "--ham", str(corpus / "ham"), "--spam", str(spam_dir), "--jobs", "1"
+    )
+    assert code == 0, out
+    with np.load(path) as a, np.load(reference) as b:
+        for k in ("tokens", "offsets", "tf", "df", "docs"):
+            assert np.array_equal(a[k], b[k]), k
+    assert sorted(store.load(path).learnt.items()) == sorted(store.load(reference).learnt.items())

@@ -78,3 +78,23 @@ def test_corpus_style_file(tmp_path):
     (msg,) = sources.read_file(str(path))
     assert msg.id == str(path)
     assert msg.data == b"Subject: x\n\nFrom here on\n\nFrom y\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b"From x", b": "]), max_size=20))
+def test_header_split_is_the_blank_line_regex(parts):
+    from spamnb import headers
+
+    data = b"".join(parts)
+    envelope, head, rest = headers.split_message(data)
+    assert envelope + head + rest == data
+    body = data[len(envelope) :]
+    if body.startswith((b"\n", b"\r\n")):
+        assert head == b""
+        return
+    blank = headers.BLANK_LINE.search(body)
+    if blank is None:
+        assert (head, rest) == (body, b"")
+    else:
+        cut = body.index(b"\n", blank.start()) + 1
+        assert (head, rest) == (body[:cut], body[cut:])
