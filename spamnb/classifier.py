@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -15,8 +16,9 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb import headers, nb
-from spamnb.features import Vocabulary, count_rows
+from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_matrix
 from spamnb.model import Model, Scoring, fit_platt
+from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 
@@ -49,68 +51,112 @@ class LearnReport:
         return bool(self.learnt or self.moved or self.forgotten)
 
 
+# What forked workers need (the model's tokeniser, vocabulary and weights): set by
+# the parent just before it starts them, inherited through fork, never pickled.
+_WORK: dict = {}
+
+
+def _tokenize_rows(datas: list[bytes]) -> Rows:
+    """Worker task: raw messages -> their distinct tokens and counts."""
+    tokenize = _WORK["tokenize"]
+    return local_rows([tokenize(data) for data in datas])
+
+
+def _score(datas: list[bytes]) -> np.ndarray:
+    """Worker task: raw messages -> log-odds under the model."""
+    rows = _tokenize_rows(datas)
+    mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
+    X = rows_matrix(mapping[rows.cols], rows.counts, rows.lengths, _WORK["n_features"])
+    return nb.batch_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], X)
+
+
+def chunk_size(jobs: int) -> int:
+    # Smaller tasks keep both workers busy to the end of a few thousand messages.
+    return CHUNK if jobs <= 1 else CHUNK // 2
+
+
+class _Changes(NamedTuple):
+    """One chunk's learning: which tokenised message each count change uses, its class and sign."""
+
+    size: int
+    which: list[int]
+    classes: list[int]
+    signs: list[int]
+
+
 def learn(
     model: Model,
     items: Iterable[Item],
     forget: bool = False,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> LearnReport:
     """Learn each labelled message as its class, or forget it (`forget=True`).
 
     Learning a message already learnt as the same class changes nothing; learnt as
     the other class, it moves.  Forgetting a message never learnt is refused
-    (reported in `never_learnt`).
+    (reported in `never_learnt`).  The digests are checked here, in order; only the
+    messages whose counts change are tokenised, by `jobs` processes.
     """
     report = LearnReport()
-    vocab = model.growable()
-    tokenize = Tokenizer(model.tokens)
+    vocab = model.learnable()
+    _WORK.clear()
+    _WORK["tokenize"] = Tokenizer(model.tokens)
+    pending: deque[_Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
-    for batch in chunks(items):
-        docs: list[list[int]] = []
-        classes: list[int] = []
-        signs: list[int] = []
-        for item in batch:
-            if isinstance(item, Problem):
-                report.problems.append(item)
-                continue
-            if item.label not in LABEL_CLASS:
-                raise ValueError(f"{item.id}: no class to learn it as")
-            cls = LABEL_CLASS[item.label]
-            key = headers.digest(item.data)
-            before = model.learnt.get(key)
-            changes: list[tuple[int, int]] = []  # (class, sign)
-            if forget:
-                if before is None:
-                    report.never_learnt.append(item.id)
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas: list[bytes] = []
+            change = _Changes(len(batch), [], [], [])
+            for item in batch:
+                if isinstance(item, Problem):
+                    report.problems.append(item)
+                    continue
+                if item.label not in LABEL_CLASS:
+                    raise ValueError(f"{item.id}: no class to learn it as")
+                cls = LABEL_CLASS[item.label]
+                key = headers.digest(item.data)
+                before = model.learnt.get(key)
+                changes: list[tuple[int, int]] = []  # (class, sign)
+                if forget:
+                    if before is None:
+                        report.never_learnt.append(item.id)
+                    else:
+                        del model.learnt[key]
+                        changes.append((before, -1))
+                        report.forgotten += 1
+                elif before == cls:
+                    report.already += 1
                 else:
-                    del model.learnt[key]
-                    changes.append((before, -1))
-                    report.forgotten += 1
-            elif before == cls:
-                report.already += 1
-            else:
-                if before is not None:
-                    changes.append((before, -1))
-                    report.moved += 1
-                else:
-                    report.learnt += 1
-                model.learnt[key] = cls
-                changes.append((cls, 1))
-            if changes:
-                cols = vocab.grow(tokenize(item.data))
-                if not forget:
-                    sample.offer((cols, cls))
-                for c, sign in changes:
-                    docs.append(cols)
-                    classes.append(c)
-                    signs.append(sign)
-        apply_changes(model, vocab, docs, classes, signs)
+                    if before is not None:
+                        changes.append((before, -1))
+                        report.moved += 1
+                    else:
+                        report.learnt += 1
+                    model.learnt[key] = cls
+                    changes.append((cls, 1))
+                if changes:
+                    for c, sign in changes:
+                        change.which.append(len(datas))
+                        change.classes.append(c)
+                        change.signs.append(sign)
+                    datas.append(item.data)
+            pending.append(change)
+            yield datas
+
+    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+        change = pending.popleft()
+        mapping = apply_changes(model, vocab, rows, change)
+        if not forget:
+            offer_learnt(sample, rows, change, mapping)
         if progress:
-            progress(len(batch))
+            progress(change.size)
     if sample.items:
-        X = count_rows([cols for cols, _ in sample.items], len(vocab))
-        y = np.array([cls for _, cls in sample.items], dtype=np.int64)
-        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, X, y)
+        cols, counts, classes = zip(*sample.items, strict=True)
+        lengths = np.array([len(c) for c in cols], dtype=np.int64)
+        X = rows_matrix(np.concatenate(cols), np.concatenate(counts), lengths, len(vocab))
+        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, X, np.asarray(classes))
     return report
 
 
@@ -122,10 +168,11 @@ class Reservoir:
     """A uniform sample of at most `size` of the items offered (Vitter's algorithm R), reproducible."""
 
     def __init__(self, size: int, seed: int = 0) -> None:
-        self.size, self.seen, self.items = size, 0, []
+        self.size, self.seen = size, 0
+        self.items: list[tuple[np.ndarray, np.ndarray, int]] = []
         self._rng = np.random.default_rng(seed)
 
-    def offer(self, item) -> None:
+    def offer(self, item: tuple[np.ndarray, np.ndarray, int]) -> None:
         self.seen += 1
         if len(self.items) < self.size:
             self.items.append(item)
@@ -135,17 +182,27 @@ class Reservoir:
                 self.items[j] = item
 
 
-def apply_changes(model: Model, vocab: Vocabulary, docs: list[list[int]], classes: list[int], signs: list[int]) -> None:
-    if not docs:
-        return
-    X = count_rows(docs, len(vocab))
-    y = np.asarray(classes)
-    s = np.asarray(signs)
-    for sign in (1, -1):
-        rows = np.flatnonzero(s == sign)
-        if rows.size:
-            model.counts.add(X[rows], y[rows], sign)
+def offer_learnt(sample: Reservoir, rows: Rows, change: _Changes, mapping: np.ndarray) -> None:
+    """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns and counts."""
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
+        if sign > 0:
+            part = slice(starts[i], starts[i + 1])
+            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), cls))
+
+
+def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, rows: Rows, change: _Changes) -> np.ndarray:
+    if not change.which:
+        return np.zeros(0, np.int64)
+    mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+    # Each change uses one tokenised message's flat slice of columns.
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    which = np.asarray(change.which)
+    lengths = rows.lengths[which]
+    pick = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in which]) if len(which) else np.zeros(0, np.int64)
+    model.counts.add_flat(mapping[rows.cols[pick]], rows.counts[pick].astype(np.int64), lengths, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
+    return mapping
 
 
 class Scored(NamedTuple):
@@ -160,23 +217,32 @@ def classify(
     model: Model,
     items: Iterable[Item],
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> Iterator[Scored | Problem]:
-    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs."""
+    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs.
+
+    Results come in the order of `items`, whatever `jobs`.
+    """
     vocab = model.growable()
     table, b = model.table()
-    event = model.scoring.event_model()
-    tokenize = Tokenizer(model.tokens)
-    for batch in chunks(items):
-        messages = [m for m in batch if isinstance(m, Message)]
-        rows = count_rows([vocab.lookup(tokenize(m.data)) for m in messages], len(vocab))
-        odds = nb.batch_log_odds(event, table, b, rows)
-        scored = iter(zip(messages, odds, model.scoring.probabilities(odds), strict=True))
+    _WORK.clear()
+    _WORK.update(tokenize=Tokenizer(model.tokens), vocab=vocab, n_features=len(vocab), table=table, b=b, event=model.scoring.event_model())
+    batches: deque[list[Item]] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            batches.append(batch)
+            yield [m.data for m in batch if isinstance(m, Message)]
+
+    for odds in ordered_map(_score, tasks(), jobs):
+        batch = batches.popleft()
+        scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
         for item in batch:
             if isinstance(item, Problem):
                 yield item
                 continue
-            m, lo, p = next(scored)
-            yield Scored(m.id, m.label, float(lo), float(p), model.scoring.verdict(float(p)))
+            lo, p = next(scored)
+            yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
         if progress:
             progress(len(batch))
 
@@ -192,6 +258,7 @@ def cross_validate(
     tokens: TokenSettings,
     scoring: Scoring,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> tuple[list[Scored], list[Problem]]:
     """k-fold cross-validation: every labelled message scored by a model trained without its fold.
 
@@ -200,24 +267,38 @@ def cross_validate(
     if k < 2:
         raise ValueError(f"--folds needs at least 2 folds, not {k}")
     vocab = Vocabulary()
-    tokenize = Tokenizer(tokens)
-    docs: list[list[int]] = []
+    _WORK.clear()
+    _WORK["tokenize"] = Tokenizer(tokens)
     ids: list[str] = []
     labels: list[str] = []
     problems: list[Problem] = []
-    for batch in chunks(items):
-        for item in batch:
-            if isinstance(item, Problem):
-                problems.append(item)
-                continue
-            if item.label not in LABEL_CLASS:
-                raise ValueError(f"{item.id}: no class to learn it as")
-            docs.append(vocab.grow(tokenize(item.data)))
-            ids.append(item.id)
-            labels.append(item.label)
+    sizes: deque[int] = deque()
+    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas = []
+            for item in batch:
+                if isinstance(item, Problem):
+                    problems.append(item)
+                    continue
+                if item.label not in LABEL_CLASS:
+                    raise ValueError(f"{item.id}: no class to learn it as")
+                datas.append(item.data)
+                ids.append(item.id)
+                labels.append(item.label)
+            sizes.append(len(batch))
+            yield datas
+
+    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+        mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+        parts[0].append(mapping[rows.cols])
+        parts[1].append(rows.counts)
+        parts[2].append(rows.lengths)
+        size = sizes.popleft()
         if progress:
-            progress(len(batch))
-    X = count_rows(docs, len(vocab))
+            progress(size)
+    X = rows_matrix(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts), len(vocab))
     y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
     total = nb.Counts.empty(len(vocab))

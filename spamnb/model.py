@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spamnb import nb
-from spamnb.features import SortedTokens, Vocabulary
+from spamnb.features import GrowingSorted, SortedTokens, Vocabulary
 from spamnb.tokens import TokenSettings
 
 VERDICTS = ("ham", "unsure", "spam")
@@ -126,15 +126,25 @@ def probabilities(log_odds: np.ndarray) -> np.ndarray:
 class Model:
     tokens: TokenSettings = field(default_factory=TokenSettings)
     scoring: Scoring = field(default_factory=Scoring)
-    vocab: Vocabulary | SortedTokens = field(default_factory=Vocabulary)
+    vocab: Vocabulary | SortedTokens | GrowingSorted = field(default_factory=Vocabulary)
     counts: nb.Counts = field(default_factory=nb.Counts.empty)
     # message digest -> class (nb.HAM / nb.SPAM) of every message learnt
     learnt: dict[bytes, int] = field(default_factory=dict)
+    # Opened for scoring only (learnt digests not read, arrays mapped read-only): never saved.
+    scoring_only: bool = False
 
     def growable(self) -> Vocabulary:
+        if isinstance(self.vocab, GrowingSorted):
+            self.vocab = self.vocab.materialize()
         if isinstance(self.vocab, SortedTokens):
-            text = self.vocab.blob.decode("utf-8", "surrogatepass")
+            text = self.vocab.data().decode("utf-8", "surrogatepass")
             self.vocab = Vocabulary(text.split("\n") if text else [], sorted_prefix=len(self.vocab))
+        return self.vocab
+
+    def learnable(self) -> Vocabulary | GrowingSorted:
+        """A vocabulary to learn into: grows on the sorted tokens without reading them all."""
+        if isinstance(self.vocab, SortedTokens):
+            self.vocab = GrowingSorted(self.vocab)
         return self.vocab
 
     def weights(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
