@@ -1,3 +1,3 @@
-from spamnb.cli import main
+from spamnb.entry import main
 
 main()

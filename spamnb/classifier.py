@@ -5,8 +5,10 @@ number of messages.  Unreadable messages pass through as `Problem` items.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -14,8 +16,9 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb import headers, nb
-from spamnb.features import Vocabulary, count_rows
-from spamnb.model import Model, Scoring, probabilities
+from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_matrix
+from spamnb.model import Model, Scoring, fit_platt
+from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 
@@ -48,75 +51,158 @@ class LearnReport:
         return bool(self.learnt or self.moved or self.forgotten)
 
 
+# What forked workers need (the model's tokeniser, vocabulary and weights): set by
+# the parent just before it starts them, inherited through fork, never pickled.
+_WORK: dict = {}
+
+
+def _tokenize_rows(datas: list[bytes]) -> Rows:
+    """Worker task: raw messages -> their distinct tokens and counts."""
+    tokenize = _WORK["tokenize"]
+    return local_rows([tokenize(data) for data in datas])
+
+
+def _score(datas: list[bytes]) -> np.ndarray:
+    """Worker task: raw messages -> log-odds under the model."""
+    rows = _tokenize_rows(datas)
+    mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
+    X = rows_matrix(mapping[rows.cols], rows.counts, rows.lengths, _WORK["n_features"])
+    return nb.batch_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], X)
+
+
+def chunk_size(jobs: int) -> int:
+    # Smaller tasks keep both workers busy to the end of a few thousand messages.
+    return CHUNK if jobs <= 1 else CHUNK // 2
+
+
+class _Changes(NamedTuple):
+    """One chunk's learning: which tokenised message each count change uses, its class and sign."""
+
+    size: int
+    which: list[int]
+    classes: list[int]
+    signs: list[int]
+
+
 def learn(
     model: Model,
     items: Iterable[Item],
     forget: bool = False,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> LearnReport:
     """Learn each labelled message as its class, or forget it (`forget=True`).
 
     Learning a message already learnt as the same class changes nothing; learnt as
     the other class, it moves.  Forgetting a message never learnt is refused
-    (reported in `never_learnt`).
+    (reported in `never_learnt`).  The digests are checked here, in order; only the
+    messages whose counts change are tokenised, by `jobs` processes.
     """
     report = LearnReport()
-    vocab = model.growable()
-    tokenize = Tokenizer(model.tokens)
-    for batch in chunks(items):
-        docs: list[list[int]] = []
-        classes: list[int] = []
-        signs: list[int] = []
-        for item in batch:
-            if isinstance(item, Problem):
-                report.problems.append(item)
-                continue
-            if item.label not in LABEL_CLASS:
-                raise ValueError(f"{item.id}: no class to learn it as")
-            cls = LABEL_CLASS[item.label]
-            key = headers.digest(item.data)
-            before = model.learnt.get(key)
-            changes: list[tuple[int, int]] = []  # (class, sign)
-            if forget:
-                if before is None:
-                    report.never_learnt.append(item.id)
+    vocab = model.learnable()
+    _WORK.clear()
+    _WORK["tokenize"] = Tokenizer(model.tokens)
+    pending: deque[_Changes] = deque()
+    sample = Reservoir(CALIBRATION_SAMPLE)
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas: list[bytes] = []
+            change = _Changes(len(batch), [], [], [])
+            for item in batch:
+                if isinstance(item, Problem):
+                    report.problems.append(item)
+                    continue
+                if item.label not in LABEL_CLASS:
+                    raise ValueError(f"{item.id}: no class to learn it as")
+                cls = LABEL_CLASS[item.label]
+                key = headers.digest(item.data)
+                before = model.learnt.get(key)
+                changes: list[tuple[int, int]] = []  # (class, sign)
+                if forget:
+                    if before is None:
+                        report.never_learnt.append(item.id)
+                    else:
+                        del model.learnt[key]
+                        changes.append((before, -1))
+                        report.forgotten += 1
+                elif before == cls:
+                    report.already += 1
                 else:
-                    del model.learnt[key]
-                    changes.append((before, -1))
-                    report.forgotten += 1
-            elif before == cls:
-                report.already += 1
-            else:
-                if before is not None:
-                    changes.append((before, -1))
-                    report.moved += 1
-                else:
-                    report.learnt += 1
-                model.learnt[key] = cls
-                changes.append((cls, 1))
-            if changes:
-                cols = vocab.grow(tokenize(item.data))
-                for c, sign in changes:
-                    docs.append(cols)
-                    classes.append(c)
-                    signs.append(sign)
-        apply_changes(model, vocab, docs, classes, signs)
+                    if before is not None:
+                        changes.append((before, -1))
+                        report.moved += 1
+                    else:
+                        report.learnt += 1
+                    model.learnt[key] = cls
+                    changes.append((cls, 1))
+                if changes:
+                    for c, sign in changes:
+                        change.which.append(len(datas))
+                        change.classes.append(c)
+                        change.signs.append(sign)
+                    datas.append(item.data)
+            pending.append(change)
+            yield datas
+
+    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+        change = pending.popleft()
+        mapping = apply_changes(model, vocab, rows, change)
+        if not forget:
+            offer_learnt(sample, rows, change, mapping)
         if progress:
-            progress(len(batch))
+            progress(change.size)
+    if sample.items:
+        cols, counts, classes = zip(*sample.items, strict=True)
+        lengths = np.array([len(c) for c in cols], dtype=np.int64)
+        X = rows_matrix(np.concatenate(cols), np.concatenate(counts), lengths, len(vocab))
+        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, X, np.asarray(classes))
     return report
 
 
-def apply_changes(model: Model, vocab: Vocabulary, docs: list[list[int]], classes: list[int], signs: list[int]) -> None:
-    if not docs:
-        return
-    X = count_rows(docs, len(vocab))
-    y = np.asarray(classes)
-    s = np.asarray(signs)
-    for sign in (1, -1):
-        rows = np.flatnonzero(s == sign)
-        if rows.size:
-            model.counts.add(X[rows], y[rows], sign)
+# Calibration is fitted on at most this many of the messages learnt in one call.
+CALIBRATION_SAMPLE = 10_000
+
+
+class Reservoir:
+    """A uniform sample of at most `size` of the items offered (Vitter's algorithm R), reproducible."""
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        self.size, self.seen = size, 0
+        self.items: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self._rng = np.random.default_rng(seed)
+
+    def offer(self, item: tuple[np.ndarray, np.ndarray, int]) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+        else:
+            j = int(self._rng.integers(self.seen))
+            if j < self.size:
+                self.items[j] = item
+
+
+def offer_learnt(sample: Reservoir, rows: Rows, change: _Changes, mapping: np.ndarray) -> None:
+    """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns and counts."""
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
+        if sign > 0:
+            part = slice(starts[i], starts[i + 1])
+            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), cls))
+
+
+def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, rows: Rows, change: _Changes) -> np.ndarray:
+    if not change.which:
+        return np.zeros(0, np.int64)
+    mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+    # Each change uses one tokenised message's flat slice of columns.
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    which = np.asarray(change.which)
+    lengths = rows.lengths[which]
+    pick = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in which]) if len(which) else np.zeros(0, np.int64)
+    model.counts.add_flat(mapping[rows.cols[pick]], rows.counts[pick].astype(np.int64), lengths, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
+    return mapping
 
 
 class Scored(NamedTuple):
@@ -131,23 +217,32 @@ def classify(
     model: Model,
     items: Iterable[Item],
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> Iterator[Scored | Problem]:
-    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs."""
+    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs.
+
+    Results come in the order of `items`, whatever `jobs`.
+    """
     vocab = model.growable()
-    w, b = model.weights()
-    event = model.scoring.event_model()
-    tokenize = Tokenizer(model.tokens)
-    for batch in chunks(items):
-        messages = [m for m in batch if isinstance(m, Message)]
-        rows = count_rows([vocab.lookup(tokenize(m.data)) for m in messages], len(vocab))
-        odds = np.asarray(event.prepare(rows) @ w).ravel() + b
-        scored = iter(zip(messages, odds, probabilities(odds), strict=True))
+    table, b = model.table()
+    _WORK.clear()
+    _WORK.update(tokenize=Tokenizer(model.tokens), vocab=vocab, n_features=len(vocab), table=table, b=b, event=model.scoring.event_model())
+    batches: deque[list[Item]] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            batches.append(batch)
+            yield [m.data for m in batch if isinstance(m, Message)]
+
+    for odds in ordered_map(_score, tasks(), jobs):
+        batch = batches.popleft()
+        scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
         for item in batch:
             if isinstance(item, Problem):
                 yield item
                 continue
-            m, lo, p = next(scored)
-            yield Scored(m.id, m.label, float(lo), float(p), model.scoring.verdict(float(p)))
+            lo, p = next(scored)
+            yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
         if progress:
             progress(len(batch))
 
@@ -163,6 +258,7 @@ def cross_validate(
     tokens: TokenSettings,
     scoring: Scoring,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> tuple[list[Scored], list[Problem]]:
     """k-fold cross-validation: every labelled message scored by a model trained without its fold.
 
@@ -171,47 +267,98 @@ def cross_validate(
     if k < 2:
         raise ValueError(f"--folds needs at least 2 folds, not {k}")
     vocab = Vocabulary()
-    tokenize = Tokenizer(tokens)
-    docs: list[list[int]] = []
+    _WORK.clear()
+    _WORK["tokenize"] = Tokenizer(tokens)
     ids: list[str] = []
     labels: list[str] = []
     problems: list[Problem] = []
-    for batch in chunks(items):
-        for item in batch:
-            if isinstance(item, Problem):
-                problems.append(item)
-                continue
-            if item.label not in LABEL_CLASS:
-                raise ValueError(f"{item.id}: no class to learn it as")
-            docs.append(vocab.grow(tokenize(item.data)))
-            ids.append(item.id)
-            labels.append(item.label)
+    sizes: deque[int] = deque()
+    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas = []
+            for item in batch:
+                if isinstance(item, Problem):
+                    problems.append(item)
+                    continue
+                if item.label not in LABEL_CLASS:
+                    raise ValueError(f"{item.id}: no class to learn it as")
+                datas.append(item.data)
+                ids.append(item.id)
+                labels.append(item.label)
+            sizes.append(len(batch))
+            yield datas
+
+    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+        mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+        parts[0].append(mapping[rows.cols])
+        parts[1].append(rows.counts)
+        parts[2].append(rows.lengths)
+        size = sizes.popleft()
         if progress:
-            progress(len(batch))
-    X = count_rows(docs, len(vocab))
+            progress(size)
+    X = rows_matrix(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts), len(vocab))
     y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
     total = nb.Counts.empty(len(vocab))
     total.add(X, y)
     event = scoring.event_model()
     odds = np.zeros(len(ids))
+    probs = np.zeros(len(ids))
     for fold in range(k):
         test = np.flatnonzero(folds == fold)
         if test.size == 0:
             continue
-        held = nb.Counts.empty(len(vocab))
-        held.add(X[test], y[test])
-        train = total - held
+        train_rows = np.flatnonzero(folds != fold)
+        train = total - counts_of(X[test], y[test], len(vocab))
         nb.check_trained(train)
-        # The fold's model knows only the tokens of its own training messages.
-        seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
-        w_seen, b = event.weights(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
-        w = np.zeros(len(vocab))
-        w[seen] = w_seen
-        odds[test] = np.asarray(event.prepare(X[test]) @ w).ravel() + b
-    probs = probabilities(odds)
+        odds[test] = fold_log_odds(event, train, X[test])
+        # As `train` would: calibration fitted on the fold's own training messages only.
+        fitted = calibrated(scoring, event, train, X[train_rows], y[train_rows])
+        probs[test] = fitted.probabilities(odds[test])
     scored = [
         Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
         for i, label, lo, p in zip(ids, labels, odds, probs, strict=True)
     ]
     return scored, problems
+
+
+def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
+    out = nb.Counts.empty(n_features)
+    out.add(X, y)
+    return out
+
+
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, X) -> np.ndarray:
+    """Log-odds of the rows X under a model of the counts `train`, which knows only its own tokens."""
+    seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
+    table_seen, b = event.table(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
+    table = np.zeros((train.n_features, *table_seen.shape[1:]))
+    table[seen] = table_seen
+    return nb.batch_log_odds(event, table, b, X)
+
+
+CALIBRATION_FOLDS = 5
+# Fewer learnt messages of either class than this and the calibration is left as it was.
+CALIBRATION_MIN = 20
+
+
+def held_out_log_odds(event: nb.EventModel, counts: nb.Counts, X, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
+    """Log-odds of each learnt row X (already inside `counts`) by a model without its 1/k share of X."""
+    odds = np.zeros(X.shape[0])
+    part = np.arange(X.shape[0]) % k
+    for fold in range(k):
+        rows = np.flatnonzero(part == fold)
+        if rows.size:
+            odds[rows] = fold_log_odds(event, counts - counts_of(X[rows], y[rows], counts.n_features), X[rows])
+    return odds
+
+
+def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, X, y: np.ndarray) -> Scoring:
+    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages X, y."""
+    y = np.asarray(y)
+    if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
+        return scoring
+    odds = held_out_log_odds(event, counts, X, y)
+    return dataclasses.replace(scoring, calibration=fit_platt(odds, y == nb.SPAM))

@@ -93,9 +93,21 @@ def token_options(fn: F) -> F:
 
 
 def scoring_options(fn: F) -> F:
-    fn = click.option("--event", type=click.Choice(["multinomial", "bernoulli"]), default=None, help="Event model. [default: multinomial]")(fn)
-    fn = click.option("--alpha", type=float, default=None, help="Lidstone smoothing. [default: 1.0]")(fn)
+    fn = click.option("--event", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default=None, help="Scoring: Robinson-Fisher combining, or the multinomial or Bernoulli naive Bayes event model. [default: fisher]")(fn)
+    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 fisher, 1.0 multinomial, 1.0 bernoulli]")(fn)
     return fn
+
+
+def jobs_option(fn: F) -> F:
+    from spamnb.parallel import available_cores
+
+    return click.option(
+        "--jobs",
+        type=click.IntRange(1),
+        default=available_cores,
+        show_default="the available cores",
+        help="Processes that tokenise in parallel (output order stays the input order).",
+    )(fn)
 
 
 def labelled_options(fn: F) -> F:
@@ -122,7 +134,11 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
             code=2,
         )
     tokens = dataclasses.replace(tokens, **token_changes)
-    scoring = dataclasses.replace(scoring, **{k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None})
+    scoring_changes = {k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None}
+    if scoring_changes and dataclasses.replace(scoring, **scoring_changes) != scoring:
+        # The calibration was fitted to the other scoring's log-odds; it is refitted when training.
+        scoring_changes["calibration"] = Scoring().calibration
+    scoring = dataclasses.replace(scoring, **scoring_changes)
     return tokens, scoring
 
 
@@ -147,6 +163,7 @@ def report_problems(problems: Iterable[Any]) -> int:
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
 @token_options
 @scoring_options
+@jobs_option
 @click.pass_context
 @guarded
 def train(
@@ -160,6 +177,7 @@ def train(
     stopwords: bool | None,
     event: str | None,
     alpha: float | None,
+    jobs: int,
 ) -> None:
     """Learn labelled mail into MODEL (created when missing)."""
     import os
@@ -171,14 +189,14 @@ def train(
     items = sources.read_labelled(spam, ham, index)
     with store.locked(model_path):
         if os.path.exists(model_path):
-            model = store.load(model_path, growable=True)
+            model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
         else:
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
-            result = classifier.learn(model, items, forget=forget, progress=advance)
+            result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
         store.save(model, model_path)
     bad = report_problems(result.problems)
     for message_id in result.never_learnt:
@@ -198,8 +216,9 @@ def train(
 @click.argument("sources", nargs=-1, metavar="[SRC]...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
+@jobs_option
 @click.pass_context
-def classify(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, pipe: bool) -> None:
+def classify(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, pipe: bool, jobs: int) -> None:
     """Score messages (stdin when no SRC is given)."""
     if pipe:
         from spamnb import pipe as pipe_filter
@@ -207,11 +226,11 @@ def classify(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_j
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
         ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse))
-    classify_batch(ctx, model_path, sources or ("-",), as_json)
+    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs)
 
 
 @guarded
-def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool) -> None:
+def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, jobs: int) -> None:
     from spamnb import classifier, report, store
     from spamnb import sources as src
     from spamnb.progress import progress_bar
@@ -222,16 +241,19 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
     to_terminal = report.stdout_is_terminal() and not as_json
     rows = []
     bad = 0
+    write = sys.stdout.write
     with progress_bar("classifying", ctx.obj["quiet"]) as advance:
-        for result in classifier.classify(model, items, progress=advance):
+        for result in classifier.classify(model, items, progress=advance, jobs=jobs):
             if isinstance(result, Problem):
+                sys.stdout.flush()
                 bad += report_problems([result])
             elif as_json:
-                click.echo(report.scored_json(result))
+                write(report.scored_json(result) + "\n")
             elif to_terminal:
                 rows.append(result)
             else:
-                click.echo(report.scored_tsv(result))
+                write(report.scored_tsv(result) + "\n")
+    sys.stdout.flush()
     if rows:
         report.console().print(report.scored_table(rows))
     if bad:
@@ -246,6 +268,7 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @token_options
 @scoring_options
+@jobs_option
 @click.pass_context
 @guarded
 def evaluate(
@@ -261,6 +284,7 @@ def evaluate(
     stopwords: bool | None,
     event: str | None,
     alpha: float | None,
+    jobs: int,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
     import numpy as np
@@ -281,12 +305,12 @@ def evaluate(
                 raise click.UsageError("--folds cross-validates; it does not go with -m")
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
-            results = list(classifier.classify(model, items, progress=advance))
+            results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
         else:
             tokens, scoring = settings_from(ngram, stopwords, event, alpha)
-            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance)
+            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs)
     bad = report_problems(problems)
     if not scored:
         raise Failure("no messages to evaluate")
@@ -318,7 +342,6 @@ def evaluate(
 def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -> None:
     """Summarise MODEL, or explain the verdict on a message."""
     from spamnb import report, sources, store
-    from spamnb.model import probability
     from spamnb.tokens import Tokenizer
 
     model = store.load(model_path, growable=True)
@@ -338,7 +361,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
         e = model.explain(tokenize(item.data))
-        score = probability(e.log_odds)
+        score = model.scoring.probability(e.log_odds)
         rows = report.explanation_rows(model, e, top)
         verdict = model.scoring.verdict(score)
         if as_json:

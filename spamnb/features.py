@@ -8,8 +8,10 @@ dictionary of the whole vocabulary (the pipe path's start-up cost).
 from __future__ import annotations
 
 import bisect
+import itertools
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -24,7 +26,7 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[str] = (), sorted_prefix: int = 0) -> None:
         self.tokens: list[str] = list(tokens)
-        self.index: dict[str, int] = {t: i for i, t in enumerate(self.tokens)}
+        self.index: dict[str, int] = dict(zip(self.tokens, range(len(self.tokens)), strict=True))  # 3x a dict comprehension
         self.sorted_prefix = sorted_prefix
 
     def __len__(self) -> int:
@@ -36,14 +38,17 @@ class Vocabulary:
 
     def grow(self, tokens: Iterable[str]) -> list[int]:
         """Columns of tokens, adding the ones not seen before."""
+        tokens = tokens if isinstance(tokens, list) else list(tokens)
         index, known = self.index, self.tokens
-        out = []
-        for t in tokens:
-            col = index.get(t)
-            if col is None:
-                col = index[t] = len(known)
-                known.append(t)
-            out.append(col)
+        out = list(map(index.get, tokens))  # in C; only the new tokens take the Python loop
+        if None in out:
+            for i, t in enumerate(tokens):
+                if out[i] is None:
+                    col = index.get(t)
+                    if col is None:
+                        col = index[t] = len(known)
+                        known.append(t)
+                    out[i] = col
         return out
 
     def sorted_order(self) -> np.ndarray:
@@ -57,23 +62,33 @@ class Vocabulary:
 
 
 class SortedTokens:
-    """Read-only vocabulary over the newline-joined sorted UTF-8 token blob."""
+    """Read-only vocabulary over the newline-joined sorted UTF-8 token blob.
 
-    def __init__(self, blob: bytes) -> None:
+    `offsets[i]` is where token i starts and `offsets[i+1] - 1` where it ends (the
+    model file stores them, so opening a model is not a pass over its vocabulary).
+    `blob` is anything that slices to bytes: bytes, or an mmap of the model file
+    with the blob at `base`, so that a lookup touches only the pages it reads.
+    """
+
+    def __init__(self, blob: bytes, offsets: Sequence[int] | None = None, base: int = 0, size: int | None = None) -> None:
         self.blob = blob
-        if blob:
-            raw = np.frombuffer(blob, dtype=np.uint8)
-            ends = np.flatnonzero(raw == ord(SEPARATOR))
-            self.starts = np.concatenate(([0], ends + 1))
-            self.ends = np.concatenate((ends, [len(blob)]))
-        else:
-            self.starts = self.ends = np.zeros(0, dtype=np.int64)
+        self.base = base
+        self.size = len(blob) - base if size is None else size
+        if offsets is None:
+            offsets = token_offsets(bytes(blob[base : base + self.size]))
+        if isinstance(offsets, np.ndarray):
+            offsets = as_ints(offsets)
+        self.offsets = offsets
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> bytes:
-        return self.blob[self.starts[i] : self.ends[i]]
+        return self.blob[self.base + self.offsets[i] : self.base + self.offsets[i + 1] - 1]
+
+    def data(self) -> bytes:
+        """The whole blob as bytes."""
+        return bytes(self.blob[self.base : self.base + self.size])
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
         n = len(self)
@@ -83,6 +98,155 @@ class SortedTokens:
             i = bisect.bisect_left(self, key)  # type: ignore[call-overload]
             out.append(i if i < n and self[i] == key else -1)
         return out
+
+
+def as_ints(a: np.ndarray) -> memoryview:
+    """A view that indexes to plain ints (a bisect over numpy scalars is 3x slower)."""
+    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))
+    return memoryview(a).cast("B").cast(a.dtype.char)
+
+
+def token_offsets(blob: bytes) -> np.ndarray:
+    """Start of each token in a newline-joined blob, and one past the end plus one."""
+    if not blob:
+        return np.ones(1, dtype=np.uint32)
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    ends = np.flatnonzero(raw == ord(SEPARATOR))
+    dtype = np.uint32 if len(blob) < 2**32 - 1 else np.uint64
+    return np.concatenate(([0], ends + 1, [len(blob) + 1])).astype(dtype)
+
+
+class GrowingSorted:
+    """A vocabulary that grows on top of a model's sorted tokens without reading them all.
+
+    Known tokens are found by binary search and remembered; new ones get the next
+    columns.  Learning one message into a 1,000,000-token model so costs a few
+    hundred searches instead of a dictionary of the whole vocabulary (0.65 s).
+    After `LIMIT` searches the whole dictionary is cheaper: it is built once and
+    used from then on (columns do not change).
+    """
+
+    LIMIT = 20_000
+
+    def __init__(self, base: SortedTokens) -> None:
+        self.base = base
+        self.n_base = len(base)
+        self.added: list[str] = []
+        self.index: dict[str, int] = {}
+        self.searches = 0
+        self.full: Vocabulary | None = None
+
+    def __len__(self) -> int:
+        return self.n_base + len(self.added)
+
+    def materialize(self) -> Vocabulary:
+        if self.full is None:
+            text = self.base.data().decode("utf-8", "surrogatepass")
+            self.full = Vocabulary([*(text.split(SEPARATOR) if text else []), *self.added], sorted_prefix=self.n_base)
+        return self.full
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.materialize().tokens
+
+    def lookup(self, tokens: Iterable[str]) -> list[int]:
+        if self.full is not None:
+            return self.full.lookup(tokens)
+        tokens = list(tokens)
+        self.grow_known(tokens)
+        get = self.index.get
+        return [get(t, -1) for t in tokens]
+
+    def grow_known(self, tokens: list[str]) -> None:
+        """Remember the base columns of tokens not yet seen."""
+        index = self.index
+        missing = [t for t in dict.fromkeys(tokens) if t not in index]
+        self.searches += len(missing)
+        for t, col in zip(missing, self.base.lookup(missing), strict=True):
+            if col >= 0:
+                index[t] = col
+
+    def grow(self, tokens: Iterable[str]) -> list[int]:
+        tokens = list(tokens)
+        if self.full is None and self.searches + len(tokens) > self.LIMIT:
+            self.materialize()
+        if self.full is not None:
+            return self.full.grow(tokens)
+        self.grow_known(tokens)
+        index, added = self.index, self.added
+        out = []
+        for t in tokens:
+            col = index.get(t)
+            if col is None:
+                col = index[t] = self.n_base + len(added)
+                added.append(t)
+            out.append(col)
+        return out
+
+    def sorted_blob(self) -> tuple[bytes, np.ndarray]:
+        """The sorted token blob and the column order that matches it, splicing new tokens into the base blob."""
+        if self.full is not None:
+            order = self.full.sorted_order()
+            return SEPARATOR.join([self.full.tokens[i] for i in order]).encode("utf-8", "surrogatepass"), order
+        base = self.base.data()
+        base = base + b"\n" if base else b""  # every token followed by a newline
+        new = sorted(range(len(self.added)), key=self.added.__getitem__)
+        keys = [self.added[i].encode("utf-8", "surrogatepass") for i in new]
+        where = [bisect.bisect_left(self.base, k) for k in keys]  # type: ignore[call-overload]
+        pieces = []
+        at = 0
+        for w, key in zip(where, keys, strict=True):
+            cut = self.base.offsets[w] if w < self.n_base else len(base)
+            pieces.append(base[at:cut])
+            pieces.append(key + b"\n")
+            at = cut
+        pieces.append(base[at:])
+        blob = b"".join(pieces)
+        if blob.endswith(b"\n"):
+            blob = blob[:-1]
+        order = np.insert(np.arange(self.n_base), where, [self.n_base + i for i in new]).astype(np.int64)
+        return blob, order
+
+
+class Rows(NamedTuple):
+    """A chunk of messages as distinct tokens with counts, over a chunk-local vocabulary.
+
+    Message i holds the columns `cols[offsets[i]:offsets[i+1]]` of `tokens`, each
+    `counts` times.  Compact to send between processes: each token string once.
+    """
+
+    tokens: list[str]
+    cols: np.ndarray
+    counts: np.ndarray
+    lengths: np.ndarray
+
+
+def local_rows(token_lists: Iterable[Sequence[str]]) -> Rows:
+    # Counter, dict.fromkeys and map(dict.__getitem__) run in C: 3x faster than a
+    # Python loop with setdefault, and the loop was 9% of classify time.
+    seen = [Counter(tokens) for tokens in token_lists]
+    tokens = list(dict.fromkeys(itertools.chain.from_iterable(seen)))
+    index = dict(zip(tokens, range(len(tokens)), strict=True))
+    n = sum(map(len, seen))
+    cols = np.fromiter(map(index.__getitem__, itertools.chain.from_iterable(seen)), dtype=np.int32, count=n)
+    counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in seen), dtype=np.int32, count=n)
+    return Rows(tokens, cols, counts, np.fromiter(map(len, seen), dtype=np.int64, count=len(seen)))
+
+
+def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_features: int) -> scipy.sparse.csr_matrix:
+    """Sparse (len(lengths), n_features) count matrix; columns < 0 (unknown tokens) are dropped.
+
+    Columns within a row are distinct (as `local_rows` makes them), so no summing is needed.
+    """
+    import scipy.sparse
+
+    keep = cols >= 0
+    row_of = np.repeat(np.arange(len(lengths)), lengths)
+    if not keep.all():
+        cols, counts, row_of = cols[keep], counts[keep], row_of[keep]
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_of, minlength=len(lengths)), out=indptr[1:])
+    return scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
 
 
 def count_rows(docs: Sequence[Sequence[int]], n_features: int) -> scipy.sparse.csr_matrix:

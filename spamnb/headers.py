@@ -32,10 +32,12 @@ def split_message(data: bytes) -> tuple[bytes, bytes, bytes]:
         envelope, data = data[:cut], data[cut:]
     if data.startswith((b"\n", b"\r\n")):
         return envelope, b"", data
-    blank = BLANK_LINE.search(data)
-    if blank is None:
+    # The first LF followed by an empty line: the same cut as BLANK_LINE.search, by two
+    # plain searches (a regex starting with an optional byte scans 10x slower).
+    ends = [i for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0]
+    if not ends:
         return envelope, data, b""
-    newline_end = data.index(b"\n", blank.start()) + 1
+    newline_end = min(ends) + 1
     return envelope, data[:newline_end], data[newline_end:]
 
 

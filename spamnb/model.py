@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spamnb import nb
-from spamnb.features import SortedTokens, Vocabulary
+from spamnb.features import GrowingSorted, SortedTokens, Vocabulary
 from spamnb.tokens import TokenSettings
 
 VERDICTS = ("ham", "unsure", "spam")
@@ -18,20 +18,41 @@ VERDICTS = ("ham", "unsure", "spam")
 
 @dataclass(frozen=True)
 class Scoring:
-    """How counts become a verdict; stored in the model as its defaults."""
+    """How counts become a verdict; stored in the model as its defaults.
 
-    event: str = "multinomial"
-    alpha: float = 1.0
-    spam_cutoff: float = 0.9
+    `alpha` None means the event model's measured default (nb.DEFAULT_ALPHA).
+    `calibration` (a, b) maps log-odds to P(spam) = 1 / (1 + exp(-(a log-odds + b))):
+    Platt scaling, fitted when training on held-out log-odds (see `calibrate`), since
+    raw naive Bayes and Fisher log-odds are far too sure of themselves.
+    """
+
+    event: str = "fisher"
+    alpha: float | None = None
+    # Calibrated P(spam) cut-offs, by measurement (Fisher, 5 folds): at 0.95 1 ham of
+    # 4,150 is flagged and 9.9% of spam missed; at 0.9 2 ham and 7.0% missed.
+    spam_cutoff: float = 0.95
     ham_cutoff: float = 0.1
+    calibration: tuple[float, float] = (1.0, 0.0)
 
     def __post_init__(self) -> None:
         nb.event_model(self.event, self.alpha)  # validates both
         if not 0.0 <= self.ham_cutoff <= self.spam_cutoff <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
+        a, b = self.calibration
+        if not (math.isfinite(a) and math.isfinite(b) and a > 0):
+            raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
+        object.__setattr__(self, "calibration", (float(a), float(b)))
 
     def event_model(self) -> nb.EventModel:
         return nb.event_model(self.event, self.alpha)
+
+    def probability(self, log_odds: float) -> float:
+        a, b = self.calibration
+        return probability(a * log_odds + b)
+
+    def probabilities(self, log_odds: np.ndarray) -> np.ndarray:
+        a, b = self.calibration
+        return probabilities(a * np.asarray(log_odds, dtype=np.float64) + b)
 
     def verdict(self, score: float) -> str:
         if score >= self.spam_cutoff:
@@ -45,7 +66,48 @@ class Scoring:
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        if "calibration" in data:
+            data["calibration"] = tuple(data["calibration"])
+        return cls(**data)
+
+
+def fit_platt(log_odds: np.ndarray, positive: np.ndarray, iterations: int = 50) -> tuple[float, float]:
+    """Platt's (a, b) for P = sigmoid(a z + b), by Newton's method on the log-loss.
+
+    Targets are Platt's smoothed labels, (N+ + 1) / (N+ + 2) and 1 / (N- + 2), so a
+    perfectly separated training set still gets a finite slope.
+    """
+    z = np.asarray(log_odds, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return 1.0, 0.0
+    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    # Start from a scale that puts the scores in a sane range.
+    a, b = 1.0 / max(float(np.std(z)), 1e-6), 0.0
+    for _ in range(iterations):
+        p = probabilities(a * z + b)
+        g = np.array([np.dot(p - t, z), np.sum(p - t)])
+        w = np.maximum(p * (1 - p), 1e-12)
+        H = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]]) + 1e-9 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        # Halve the step while it does not lower the loss (Newton can overshoot).
+        loss = _log_loss(a * z + b, t)
+        scale = 1.0
+        while scale > 1e-6 and _log_loss((a - scale * step[0]) * z + (b - scale * step[1]), t) > loss:
+            scale /= 2
+        a, b = a - scale * step[0], b - scale * step[1]
+        if np.abs(scale * step).max() < 1e-10:
+            break
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0):
+        return 1.0, 0.0
+    return float(a), float(b)
+
+
+def _log_loss(z: np.ndarray, t: np.ndarray) -> float:
+    # -(t log p + (1 - t) log(1 - p)) with p = sigmoid(z), stable at both ends
+    return float(np.sum(t * np.logaddexp(0.0, -z) + (1 - t) * np.logaddexp(0.0, z)))
 
 
 def probability(log_odds: float) -> float:
@@ -64,20 +126,36 @@ def probabilities(log_odds: np.ndarray) -> np.ndarray:
 class Model:
     tokens: TokenSettings = field(default_factory=TokenSettings)
     scoring: Scoring = field(default_factory=Scoring)
-    vocab: Vocabulary | SortedTokens = field(default_factory=Vocabulary)
+    vocab: Vocabulary | SortedTokens | GrowingSorted = field(default_factory=Vocabulary)
     counts: nb.Counts = field(default_factory=nb.Counts.empty)
     # message digest -> class (nb.HAM / nb.SPAM) of every message learnt
     learnt: dict[bytes, int] = field(default_factory=dict)
+    # Opened for scoring only (learnt digests not read, arrays mapped read-only): never saved.
+    scoring_only: bool = False
 
     def growable(self) -> Vocabulary:
+        if isinstance(self.vocab, GrowingSorted):
+            self.vocab = self.vocab.materialize()
         if isinstance(self.vocab, SortedTokens):
-            text = self.vocab.blob.decode("utf-8", "surrogatepass")
+            text = self.vocab.data().decode("utf-8", "surrogatepass")
             self.vocab = Vocabulary(text.split("\n") if text else [], sorted_prefix=len(self.vocab))
         return self.vocab
 
+    def learnable(self) -> Vocabulary | GrowingSorted:
+        """A vocabulary to learn into: grows on the sorted tokens without reading them all."""
+        if isinstance(self.vocab, SortedTokens):
+            self.vocab = GrowingSorted(self.vocab)
+        return self.vocab
+
     def weights(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """Each token's own evidence for spam (for listing and explaining)."""
         nb.check_trained(self.counts)
         return self.scoring.event_model().weights(self.counts, cols)
+
+    def table(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """What batch scoring multiplies the count rows by (nb.batch_log_odds)."""
+        nb.check_trained(self.counts)
+        return self.scoring.event_model().table(self.counts, cols)
 
     def explain(self, tokens: list[str]) -> Explanation:
         """One message's log-odds, token by token, without touching the rest of the vocabulary."""
@@ -87,9 +165,15 @@ class Model:
         names = [t for t, k in zip(distinct, known, strict=True) if k]
         cols = cols[known]
         x = np.fromiter(distinct.values(), dtype=np.float64, count=len(distinct))[known]
-        w, b = self.weights(cols)
-        x = np.asarray(self.scoring.event_model().prepare(x), dtype=np.float64)
-        return Explanation(names, cols, x, w * x, b)
+        event = self.scoring.event_model()
+        w, _ = self.weights(cols)
+        table, b = self.table(cols)
+        x = np.asarray(event.prepare(x), dtype=np.float64)
+        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :])[0])
+        contributions = w * x
+        # Linear models: the bias is the prior and absent tokens.  Fisher combining is
+        # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
+        return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()))
 
 
 @dataclass(frozen=True)

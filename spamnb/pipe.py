@@ -12,11 +12,14 @@ scored on its first `max_bytes` and passed through whole.
 Fails open: on any error (missing or damaged model, unreadable or empty input, a bug,
 MemoryError) the bytes read go out unchanged, one line goes to stderr, and the exit
 status is 3.  Imports only numpy and the standard library, so a message is scored in
-about the time it takes Python to import numpy.
+about the time it takes Python to import numpy.  The console script reaches `main`
+without click (see `spamnb.entry`), and the model is mapped, not read
+(`store.load(scoring_only=True)`).
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import BinaryIO, TextIO
 
 from spamnb import headers
@@ -62,24 +65,24 @@ def describe(err: BaseException) -> str:
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
 
-def filter_message(model_path: str, data: bytes) -> tuple[bytes, int]:
+def filter_message(model_path: str | None, data: bytes) -> tuple[bytes, int]:
     """The stamped message and its exit status."""
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
     from spamnb import store
-    from spamnb.model import probability
     from spamnb.tokens import Tokenizer
 
-    model = store.load(model_path)
+    model = store.load(model_path or store.default_path(), scoring_only=True)
     explanation = model.explain(Tokenizer(model.tokens)(data))
-    score = probability(explanation.log_odds)
+    score = model.scoring.probability(explanation.log_odds)
     verdict = model.scoring.verdict(score)
     return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
 
 
-def run(model_path: str, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, refuse: str = "") -> int:
-    """Filter one message; `refuse` (a usage error) passes it through unscored with that reason."""
+def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, refuse: str = "") -> int:
+    """Filter one message; `model_path` None means the default model; `refuse` (a usage
+    error) passes the message through unscored with that reason."""
     chunks: list[bytes] = []
     complaint = ""
     try:
@@ -103,3 +106,44 @@ def run(model_path: str, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, refu
             stderr.flush()
     return status
 
+
+def parse_args(argv: list[str]) -> tuple[bool, str | None]:
+    """Whether argv is `[--debug|-q|--quiet]... classify --pipe [-m MODEL|--model MODEL|--jobs N]...`, and its MODEL.
+
+    (False, None) for anything else (including --help or a stray SRC), which the full
+    command line then handles, errors and all.  MODEL None: the default model.
+    """
+    no = (False, None)
+    args = list(argv)
+    while args and args[0] in ("--debug", "-q", "--quiet"):
+        args.pop(0)
+    if not args or args[0] != "classify" or "--pipe" not in args:
+        return no
+    model = None
+    rest = args[1:]
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        if arg == "--pipe":
+            i += 1
+        elif arg in ("-m", "--model", "--jobs") and i + 1 < len(rest):
+            if arg != "--jobs":
+                model = rest[i + 1]
+            i += 2
+        elif arg.startswith("--model="):
+            model = arg[len("--model=") :]
+            i += 1
+        elif arg.startswith("--jobs="):
+            i += 1
+        elif arg.startswith("-m") and len(arg) > 2:
+            model = arg[2:]
+            i += 1
+        else:
+            return no
+    if model == "":
+        return no
+    return True, model
+
+
+def main(model_path: str | None) -> int:
+    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)

@@ -50,7 +50,8 @@ BLOCK = 1 << 16
 def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: bytes = b"") -> Iterator[Message]:
     """Messages of an mboxrd/mboxo stream that starts with an envelope line.
 
-    The N-th message is named `name:N`; a stream holding one message keeps the plain
+    `stream` yields the file's bytes in pieces of any size (lines or blocks).  The
+    N-th message is named `name:N`; a stream holding one message keeps the plain
     name, so a message file saved with an envelope line is named like any other.
     One finished message is held back until the next one starts, to know which.
     `first`: bytes already read from the start of the stream.

@@ -3,31 +3,39 @@
 Arrays (V tokens, M learnt messages):
   format, version   "spamnb-model", format version
   tokens            uint8: the tokens, UTF-8, sorted, joined by newlines
-  tf, df            (2, V) uint32 or uint64: token occurrences / messages holding it; rows ham, spam
+  offsets           (V+1,) uint32: where each token starts in `tokens` (last: its length + 1);
+                    optional (computed when absent), so that opening a model reads no vocabulary
+  tf, df            (2, V) the smallest of uint8/16/32/64 that holds them: token occurrences /
+                    messages holding it; rows ham, spam
   docs              (2,) int64: messages learnt per class
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
-Nothing is pickled: loading never executes code.
+Nothing is pickled: loading never executes code.  Members are stored uncompressed,
+so that `load(path, scoring_only=True)` maps the file and reads only the pages a
+message's tokens touch: scoring one message costs nearly the same with 10,000 or
+1,000,000 tokens.  Measured on the SpamAssassin corpus: 4.3 MB, compressed (zlib) it
+would be 2.4 MB but take 4x longer to open and lose the mapping.
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import mmap
 import os
-import tempfile
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
 
 from spamnb import nb
-from spamnb.features import SEPARATOR, SortedTokens, Vocabulary
+from spamnb.features import SEPARATOR, GrowingSorted, SortedTokens, Vocabulary, token_offsets
 from spamnb.model import Model, Scoring
 from spamnb.tokens import TokenSettings
 
 FORMAT = "spamnb-model"
-VERSION = 1
+VERSION = 2  # 2: Fisher scoring, calibration in the scoring JSON, URL/Received/long-word tokens
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
 
 
@@ -43,15 +51,24 @@ def default_path() -> str:
 
 
 def smallest_uint(a: np.ndarray) -> np.ndarray:
-    return a.astype(np.uint32 if a.size == 0 or a.max() < 2**32 else np.uint64)
+    top = int(a.max()) if a.size else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return a.astype(dtype)
+    return a.astype(np.uint64)
 
 
 def to_arrays(model: Model) -> dict[str, np.ndarray]:
     vocab = model.vocab
     counts = model.counts
+    if model.scoring_only:
+        raise ValueError("a model opened for scoring only cannot be saved")
     if isinstance(vocab, SortedTokens):
-        blob = vocab.blob
+        blob = vocab.data()
         tf, df = counts.tf, counts.df
+    elif isinstance(vocab, GrowingSorted):
+        blob, order = vocab.sorted_blob()
+        tf, df = counts.tf[:, order], counts.df[:, order]
     else:
         order = vocab.sorted_order()
         blob = SEPARATOR.join([vocab.tokens[i] for i in order]).encode("utf-8", "surrogatepass")
@@ -61,6 +78,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         "format": np.array(FORMAT),
         "version": np.array(VERSION),
         "tokens": np.frombuffer(blob, dtype=np.uint8),
+        "offsets": token_offsets(blob),
         "tf": smallest_uint(tf),
         "df": smallest_uint(df),
         "docs": counts.docs.astype(np.int64),
@@ -76,6 +94,8 @@ def save(model: Model, path: str) -> None:
     path = os.path.realpath(path)  # a symlinked model is updated, not replaced by a file
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=".spamnb-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -106,12 +126,23 @@ def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
                 np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
 
-def load(path: str, growable: bool = False) -> Model:
+def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model:
     """Read and validate a model file.
 
     Without `growable` the vocabulary stays a sorted blob (fast to open, for scoring);
-    with it the vocabulary becomes a dictionary that training can extend.
+    with it the vocabulary becomes a dictionary that training can extend.  With
+    `scoring_only` the file is mapped, not read: counts are read-only views, the
+    learnt digests are left unread, and the model cannot be saved (the pipe path).
     """
+    if scoring_only and not growable:
+        try:
+            mapped = load_mapped(path)
+        except ModelError:
+            raise
+        except Exception:  # noqa: BLE001 - anything unusual: the full loader decides (and names the error)
+            mapped = None
+        if mapped is not None:
+            return mapped
     try:
         npz = np.load(path, allow_pickle=False)
         if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
@@ -125,7 +156,7 @@ def load(path: str, growable: bool = False) -> Model:
             version = int(npz["version"])
             if version != VERSION:
                 raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
-            arrays = {k: npz[k] for k in REQUIRED}
+            arrays = {k: npz[k] for k in (*REQUIRED, "offsets") if k in npz.files}
             strays = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]  # raw bytes: no .npy
             if strays:
                 raise ModelError(f"{path}: not a spamnb model ({', '.join(strays)} not arrays)")
@@ -141,7 +172,10 @@ def load(path: str, growable: bool = False) -> Model:
 def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     try:
         blob = a["tokens"].tobytes()
-        vocab = SortedTokens(blob)
+        offsets = a.get("offsets")
+        if offsets is not None and (offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != len(blob) + 1):
+            raise ValueError("token offsets do not fit the token blob")
+        vocab = SortedTokens(blob, offsets)
         tf = a["tf"].astype(np.int64)
         df = a["df"].astype(np.int64)
         docs = a["docs"].astype(np.int64)
@@ -166,12 +200,97 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     return model
 
 
+LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local header: 30 bytes
+
+
+def load_mapped(path: str) -> Model | None:
+    """The model for scoring, from a memory map of the file; None when the file is not plain.
+
+    Reads the zip directory and the small arrays; the token blob, offsets and counts
+    stay in the page cache and are touched only where a lookup goes.  Validation of
+    shapes and format is the same as `load`'s; anything unexpected (a compressed
+    member, an old file without offsets) returns None for the full loader.
+    """
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below; the map outlives it
+    except FileNotFoundError as err:
+        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
+    with file:
+        directory = {info.filename: info for info in zipfile.ZipFile(file).infolist()}
+        names = [*REQUIRED, "offsets"]
+        if any(f"{k}.npy" not in directory or directory[f"{k}.npy"].compress_type != zipfile.ZIP_STORED for k in names):
+            return None
+        mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        spans = {}
+        for k in names:
+            info = directory[f"{k}.npy"]
+            fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
+            if fields[0] != b"PK\x03\x04":
+                return None
+            start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
+            # A damaged file must fail, not score: the members' checksums cost ~1 ms per MB.
+            if zlib.crc32(memoryview(mm)[start : start + info.file_size]) != info.CRC:
+                raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
+            file.seek(start)
+            version = np.lib.format.read_magic(file)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
+            else:
+                return None
+            if dtype.hasobject:
+                return None
+            spans[k] = (file.tell(), shape, dtype, fortran)
+
+    def array(k: str) -> np.ndarray:
+        offset, shape, dtype, fortran = spans[k]
+        count = int(np.prod(shape)) if shape else 1
+        if count == 0:
+            return np.zeros(shape, dtype=dtype)
+        # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
+        return np.frombuffer(mm, dtype=dtype, count=count, offset=offset).reshape(shape, order="F" if fortran else "C")
+
+    if str(array("format")[()]) != FORMAT:
+        raise ModelError(f"{path}: not a spamnb model (format {str(array('format')[()])[:40]!r})")
+    version = int(array("version")[()])
+    if version != VERSION:
+        raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
+    try:
+        offsets = array("offsets")
+        blob_at, blob_shape, _, _ = spans["tokens"]
+        if offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != blob_shape[0] + 1:
+            raise ValueError("token offsets do not fit the token blob")
+        vocab = SortedTokens(mm, offsets, base=blob_at, size=blob_shape[0])  # type: ignore[arg-type]
+        tf, df = array("tf"), array("df")
+        docs = array("docs").astype(np.int64)
+        if tf.shape != (2, len(vocab)) or df.shape != tf.shape or docs.shape != (2,):
+            raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {len(vocab)} tokens")
+        # Counts are saved unsigned; signed ones could be negative: the full loader checks them.
+        if tf.dtype.kind != "u" or df.dtype.kind != "u" or (docs < 0).any():
+            raise ValueError("negative or signed counts")
+        learnt_shape, class_shape = spans["learnt"][1], spans["learnt_class"][1]
+        if len(learnt_shape) != 2 or learnt_shape[1:] != (16,) or class_shape != learnt_shape[:1]:
+            raise ValueError("learnt digests of the wrong shape")
+        return Model(
+            tokens=TokenSettings.from_json(str(array("settings")[()])),
+            scoring=Scoring.from_json(str(array("scoring")[()])),
+            vocab=vocab,
+            counts=nb.Counts(docs, tf, df),
+            scoring_only=True,
+        )
+    except (ValueError, TypeError, UnicodeDecodeError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+
+
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
     """Hold an exclusive lock beside the model, so concurrent learners serialise."""
     path = os.path.realpath(path)  # one lock for every symlink to a model
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
+    import fcntl
+
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:

@@ -34,7 +34,8 @@ class TokenSettings:
     """How messages become tokens; stored in the model file."""
 
     lowercase: bool = True
-    stopwords: bool = True
+    # Off by measurement: Fisher 1-AUC 0.0404% with English stopwords dropped, 0.0373% kept.
+    stopwords: bool = False
     ngram: int = 1
     header_tokens: bool = True
     min_len: int = 2
@@ -144,7 +145,8 @@ def parse_bounded(data: bytes) -> email.message.Message:
 @cache
 def stopword_set() -> frozenset[str]:
     text = resources.files("spamnb").joinpath("stopwords.txt").read_text("utf-8")
-    return frozenset(w for w in text.split() if not w.startswith("#"))
+    lines = (line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return frozenset(w for line in lines for w in line.split())
 
 
 def decode_bytes(data: bytes, charset: str | None) -> str:
@@ -257,9 +259,17 @@ class Tokenizer:
             name = name.lower()
             if name == VERDICT_HEADER:
                 continue
+            value = decode_header_value(str(value))
+            if name == "received":
+                # Relay networks and domains, coarser than the words themselves: Fisher
+                # 1-AUC 0.0373% -> 0.0335%, FN 160 -> 141 (5 folds, SpamAssassin corpus).
+                tokens.extend(received_tokens(value))
             prefix = name + ":"
-            tokens.extend(prefix + w for w in self.words(decode_header_value(str(value))))
+            tokens.extend(prefix + w for w in self.words(value))
         for subtype, text in bodies:
+            # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
+            # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.
+            tokens.extend(url_tokens(text))
             if subtype == "html":
                 text = html_to_text(text)
             tokens.extend(self.ngrams(self.words(text)))
@@ -269,10 +279,16 @@ class Tokenizer:
         s = self.settings
         if s.lowercase:
             text = text.lower()
-        if CJK.search(text):
+        # CJK letters are never ASCII; isascii() is O(1), the search a pass over the text (-6% tokeniser time).
+        if not text.isascii() and CJK.search(text):
             text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
         lo, hi, stop = s.min_len, s.max_len, self._stop
-        return [w for w in WORD.findall(text) if lo <= len(w) <= hi and w not in stop]
+        found = WORD.findall(text)
+        out = [w for w in found if lo <= len(w) <= hi and w not in stop]
+        # Over-long words (encoded junk, hashes) as a bucket of first letter and length
+        # in tens, SpamBayes's "skip" tokens: Fisher 1-AUC 0.0373% -> 0.0369%.
+        out.extend(f"skip:{w[0]}{len(w) // 10 * 10}" for w in found if len(w) > hi)
+        return out
 
     def ngrams(self, words: list[str]) -> list[str]:
         n = self.settings.ngram
@@ -280,6 +296,40 @@ class Tokenizer:
         for order in range(2, n + 1):
             out.extend(" ".join(words[i : i + order]) for i in range(len(words) - order + 1))
         return out
+
+
+URL = re.compile(r"(?:https?|ftp)://([^\s/\"'<>?#:]+)(?::\d+)?", re.I)
+IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b")
+HOST = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.I)
+
+
+def domain_suffixes(host: str, prefix: str) -> list[str]:
+    """`prefix` + host and its parent domains, at most four labels: a.b.example.com -> itself, b.example.com, example.com."""
+    parts = host.lower().strip(".").split(".")
+    return [prefix + ".".join(parts[i:]) for i in range(max(len(parts) - 4, 0), len(parts) - 1)]
+
+
+def received_tokens(value: str) -> list[str]:
+    """Networks (/24 and /16) of the IPv4 addresses and parent domains of the hosts in a Received header."""
+    out = []
+    for m in IPV4.finditer(value):
+        a, b, c = m.groups()
+        out += [f"rcvd-ip:{a}.{b}.{c}", f"rcvd-ip:{a}.{b}"]
+    for m in HOST.finditer(value):
+        out += domain_suffixes(m.group(), "rcvd-host:")
+    return out
+
+
+def url_tokens(text: str) -> list[str]:
+    """Each link's host, its parent domains, and whether it is a bare IP address."""
+    out = []
+    for m in URL.finditer(text):
+        host = m.group(1).lower()
+        if IPV4.fullmatch(host):
+            out += ["url:ip-address", "url:" + host]
+        else:
+            out += domain_suffixes(host, "url:")
+    return out
 
 
 def cjk_bigrams(run: str) -> str:

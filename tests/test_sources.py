@@ -130,7 +130,8 @@ def test_mbox_is_streamed(big_mbox: tuple[Path, int]) -> None:
     finally:
         tracemalloc.stop()
     assert seen == count
-    assert peak < size / 50, f"peak {peak} bytes while reading {size} bytes"
+    # block-wise reading holds a block or two (1 MiB each), never the file
+    assert peak < size / 10, f"peak {peak} bytes while reading {size} bytes"
 
 
 # --- maildir and directories ---------------------------------------------------------

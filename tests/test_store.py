@@ -112,7 +112,7 @@ def test_save_is_atomic_and_leaves_no_temporary_files(saved: tuple[Model, str], 
     store.save(model, path)  # over an existing file
     assert sorted(os.listdir(tmp_path)) == ["model.npz"]
     with zipfile.ZipFile(path) as z:
-        assert sorted(z.namelist()) == sorted(f"{k}.npy" for k in store.REQUIRED)
+        assert sorted(z.namelist()) == sorted(f"{k}.npy" for k in (*store.REQUIRED, "offsets"))
 
 
 def test_save_refuses_object_arrays_and_keeps_the_old_file(saved: tuple[Model, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

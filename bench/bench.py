@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""`make bench`: spamnb's speed, memory and model size beside bogofilter's, in one run.
+
+The machine is shared and noisy, so every figure is measured next to its reference
+in the same run and printed with the ratio; absolute numbers vary from run to run.
+Reads the SpamAssassin corpus from ../shared/corpora/spamassassin (or
+$SPAMNB_BENCH_CORPUS, a `LABEL PATH` index file) at run time and skips what it
+cannot find.  Nothing here asserts: benchmarks print figures.
+
+Figures (the goals of issue 4 in brackets):
+  batch classify msgs/s, default --jobs and --jobs 1    [>= 1.0x, >= 0.5x bogofilter]
+  train msgs/s                                          [>= 1.0x bogofilter]
+  one piped message, wall                               [<= 1.3x python -c "import numpy"]
+  one piped message, 1,000,000 vs 10,000 tokens         [<= 1.2x]
+  peak memory, 60,000- vs 6,000-message mbox            [<= 1.5x]
+  model size on disk                                    [<= bogofilter's word list]
+  model load time                                       [<= 0.05 s]
+  learning one message into a 1,000,000-token model     [<= 1 s]
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BIN = os.path.dirname(sys.executable)
+SPAMNB = os.path.join(BIN, "spamnb")
+PYTHON = sys.executable
+DEFAULT_INDEX = os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index")
+INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", DEFAULT_INDEX)
+BOGOFILTER = shutil.which("bogofilter")
+PIPE_RUNS = int(os.environ.get("SPAMNB_BENCH_PIPE_RUNS", "15"))
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def row(name: str, ours: str, peer: str, ratio: str, goal: str) -> None:
+    say(f"{name:<44} {ours:>14} {peer:>14} {ratio:>8}   {goal}")
+
+
+def run(cmd: list[str], stdin: bytes | str | None = None, ok: tuple[int, ...] = (0,), env: dict | None = None) -> tuple[float, bytes]:
+    """Wall seconds and stdout of a command."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    start = time.perf_counter()
+    done = subprocess.run(cmd, input=data, capture_output=True, env=env)
+    took = time.perf_counter() - start
+    if done.returncode not in ok:
+        raise RuntimeError(f"{' '.join(cmd[:4])} exited {done.returncode}: {done.stderr.decode(errors='replace')[-400:]}")
+    return took, done.stdout
+
+
+def best(cmd: list[str], times: int, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> float:
+    return min(run(cmd, stdin, ok)[0] for _ in range(times))
+
+
+def median_wall(cmd: list[str], times: int, stdin: bytes | None = None, ok: tuple[int, ...] = (0, 1, 2)) -> float:
+    # Interleaving is done by the caller; the median resists the neighbours' bursts.
+    return statistics.median(run(cmd, stdin, ok)[0] for _ in range(times))
+
+
+def read_index(path: str) -> list[tuple[str, str]]:
+    root = os.path.dirname(os.path.abspath(path))
+    out = []
+    with open(path) as lines:
+        for line in lines:
+            fields = line.split()
+            if len(fields) == 2 and os.path.isfile(os.path.join(root, fields[1])):
+                out.append((fields[0].lower(), os.path.join(root, fields[1])))
+    return out
+
+
+def process_tree_rss(pid: int) -> int:
+    """Resident kB of a process and all its descendants (Linux /proc)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as children:
+                    todo.extend(int(c) for c in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def peak_memory(cmd: list[str]) -> tuple[int, int, float]:
+    """(peak summed RSS of the tree sampled every 10 ms, peak RSS of the largest process, seconds)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while True:
+        peak = max(peak, process_tree_rss(proc.pid))
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            break
+        time.sleep(0.01)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}")
+    return peak, usage.ru_maxrss, time.perf_counter() - start
+
+
+def fmt_rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f}/s"
+
+
+def synthetic_models(real_model: str, folder: str) -> tuple[str, str]:
+    """A 10,000-token and a 1,000,000-token model: the real model's top tokens, plus filler."""
+    sys.path.insert(0, REPO)
+    import numpy as np
+
+    from spamnb import nb, store
+    from spamnb.features import Vocabulary
+    from spamnb.model import Model
+
+    real = store.load(real_model, growable=True)
+    tokens = real.vocab.tokens
+    tf, df = real.counts.tf, real.counts.df
+    order = np.argsort(-(tf.sum(axis=0)), kind="stable")
+    paths = []
+    rng = np.random.default_rng(1)
+    for size in (10_000, 1_000_000):
+        keep = order[: min(size, len(tokens))]
+        filler = size - len(keep)
+        names = [tokens[i] for i in keep] + [f"zzfiller{i:07d}" for i in range(filler)]
+        extra_tf = rng.integers(0, 3, size=(2, filler))
+        counts = nb.Counts(
+            real.counts.docs.copy(),
+            np.concatenate([tf[:, keep], extra_tf], axis=1),
+            np.concatenate([df[:, keep], np.minimum(extra_tf, 1)], axis=1),
+        )
+        model = Model(tokens=real.tokens, scoring=real.scoring, vocab=Vocabulary(names), counts=counts, learnt=dict(real.learnt))
+        path = os.path.join(folder, f"model-{size}.npz")
+        store.save(model, path)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def write_mbox(path: str, files: list[str], count: int) -> None:
+    with open(path, "wb") as out:
+        written = 0
+        while written < count:
+            for name in files:
+                with open(name, "rb") as f:
+                    data = f.read()
+                if not data.startswith(b"From "):
+                    out.write(b"From bench@example.com Thu Jan  1 00:00:00 2004\n")
+                out.write(data if data.endswith(b"\n") else data + b"\n")
+                out.write(b"\n")
+                written += 1
+                if written >= count:
+                    break
+
+
+def main() -> int:
+    if not os.path.isfile(INDEX):
+        say(f"bench: no corpus at {INDEX} (set $SPAMNB_BENCH_CORPUS to a LABEL PATH index): skipped")
+        return 0
+    if not os.path.exists(SPAMNB):
+        say(f"bench: {SPAMNB} not found; run `make install`")
+        return 1
+    mail = read_index(INDEX)
+    n = len(mail)
+    if n == 0:
+        say(f"bench: {INDEX} names no readable message: skipped")
+        return 0
+    cores = len(os.sched_getaffinity(0))
+    say(f"corpus: {INDEX} ({n} messages); {cores} cores; bogofilter: {BOGOFILTER or 'not installed (bash ../shared/bench/setup-peers.sh)'}")
+    say(f"load average at start: {os.getloadavg()[0]:.1f} (the machine is shared: compare ratios, not absolute figures)")
+    say()
+    row("figure", "spamnb", "reference", "ratio", "goal")
+    row("-" * 44, "-" * 14, "-" * 14, "-" * 8, "----")
+    work = tempfile.mkdtemp(prefix="spamnb-bench-")
+    try:
+        return bench(work, mail, n)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(work: str, mail: list[tuple[str, str]], n: int) -> int:
+    model = os.path.join(work, "model.npz")
+    bogo = os.path.join(work, "bogo")
+    spam_list = "\n".join(p for label, p in mail if label == "spam") + "\n"
+    ham_list = "\n".join(p for label, p in mail if label == "ham") + "\n"
+    all_list = "\n".join(p for _, p in mail) + "\n"
+    files = [p for _, p in mail]
+    listing = os.path.join(work, "files")
+    with open(listing, "w") as f:
+        f.write(all_list)
+
+    # Training: the whole corpus into a new model.
+    t_train, _ = run([SPAMNB, "-q", "train", "-m", model, "--index", INDEX])
+    bf_train = None
+    if BOGOFILTER:
+        os.makedirs(bogo)
+        start = time.perf_counter()
+        run([BOGOFILTER, "-d", bogo, "-s", "-b"], spam_list)
+        run([BOGOFILTER, "-d", bogo, "-n", "-b"], ham_list)
+        bf_train = time.perf_counter() - start
+    ratio_row("train (whole corpus)", n, t_train, bf_train, ">= 1.0x")
+
+    # Batch classification of the same files (a folder of message files each).
+    folders = sorted({os.path.dirname(p) for p in files})
+    t_default = best([SPAMNB, "-q", "classify", "-m", model, *folders], 2)
+    t_one = best([SPAMNB, "-q", "classify", "-m", model, "--jobs", "1", *folders], 2)
+    bf_classify = best([BOGOFILTER, "-d", bogo, "-T", "-b"], 2, all_list.encode(), ok=(0, 1, 2)) if BOGOFILTER else None
+    ratio_row(f"classify (--jobs default = {len(os.sched_getaffinity(0))})", n, t_default, bf_classify, ">= 1.0x")
+    ratio_row("classify --jobs 1", n, t_one, bf_classify, ">= 0.5x")
+
+    # Model size and load time.
+    size = os.path.getsize(model)
+    bf_size = sum(os.path.getsize(os.path.join(bogo, f)) for f in os.listdir(bogo)) if BOGOFILTER else None
+    row("model size on disk", f"{size / 1e6:.2f} MB", f"{bf_size / 1e6:.2f} MB" if bf_size else "n/a", f"{size / bf_size:.2f}x" if bf_size else "", "<= 1.0x (bogofilter's word list)")
+    load_code = (
+        "import sys, time; from spamnb import store\n"
+        "def t(**kw):\n"
+        "    best = 9e9\n"
+        "    for _ in range(7):\n"
+        "        s = time.perf_counter(); store.load(sys.argv[1], **kw); best = min(best, time.perf_counter() - s)\n"
+        "    return best\n"
+        "print(t(), t(scoring_only=True), t(growable=True))\n"
+    )
+    _, out = run([PYTHON, "-c", load_code, model])
+    full, mapped, growable = (float(x) for x in out.split())
+    row("model load, store.load (batch scoring)", f"{full * 1000:.1f} ms", "50 ms", f"{full / 0.05:.2f}x", "<= 0.05 s")
+    row("model load, mapped (the pipe path)", f"{mapped * 1000:.1f} ms", "50 ms", f"{mapped / 0.05:.2f}x", "<= 0.05 s")
+    row("model load, growable (training)", f"{growable * 1000:.1f} ms", "", "", "(for reference)")
+
+    # One piped message: against the interpreter importing numpy, and 1M vs 10k tokens.
+    small, big = synthetic_models(model, work)
+    one = open(files[len(files) // 2], "rb").read()  # noqa: SIM115 - small file
+    numpy_runs, pipe_runs, small_runs, big_runs = [], [], [], []
+    for _ in range(PIPE_RUNS):  # interleaved, so that a burst of load hits all alike
+        numpy_runs.append(run([PYTHON, "-c", "import numpy"])[0])
+        pipe_runs.append(run([SPAMNB, "classify", "--pipe", "-m", model], one, ok=(0, 1, 2))[0])
+        small_runs.append(run([SPAMNB, "classify", "--pipe", "-m", small], one, ok=(0, 1, 2))[0])
+        big_runs.append(run([SPAMNB, "classify", "--pipe", "-m", big], one, ok=(0, 1, 2))[0])
+    med = statistics.median
+    row("one piped message vs python -c 'import numpy'", f"{med(pipe_runs) * 1000:.0f} ms", f"{med(numpy_runs) * 1000:.0f} ms", f"{med(pipe_runs) / med(numpy_runs):.2f}x", "<= 1.3x (medians)")
+    row("one piped message, 1M- vs 10k-token model", f"{med(big_runs) * 1000:.0f} ms", f"{med(small_runs) * 1000:.0f} ms", f"{med(big_runs) / med(small_runs):.2f}x", "<= 1.2x (medians)")
+    if BOGOFILTER:
+        bf_one = med(run([BOGOFILTER, "-d", bogo, "-p", "-e"], one, ok=(0, 1, 2))[0] for _ in range(PIPE_RUNS))
+        row("one piped message vs bogofilter -p", f"{med(pipe_runs) * 1000:.0f} ms", f"{bf_one * 1000:.1f} ms", f"{med(pipe_runs) / bf_one:.1f}x", "(for reference)")
+
+    # Learning one message into a big model (the whole `spamnb train` command).
+    learn_file = os.path.join(work, "learn-one")
+    with open(learn_file, "wb") as f:
+        f.write(b"Subject: bench " + str(random.random()).encode() + b"\n\n" + one)
+    t_big = min(run([SPAMNB, "-q", "train", "-m", big, "--spam", learn_file])[0] for _ in range(1))
+    t_small = min(run([SPAMNB, "-q", "train", "-m", small, "--spam", learn_file])[0] for _ in range(1))
+    row("learn one message, 1M-token model", f"{t_big:.2f} s", "1 s", f"{t_big:.2f}x", "<= 1 s")
+    row("learn one message, 10k-token model", f"{t_small:.2f} s", "", "", "(for reference)")
+    if BOGOFILTER:
+        bf_learn = run([BOGOFILTER, "-d", bogo, "-s"], b"Subject: bench2\n\n" + one)[0]
+        row("learn one message: spamnb 1M vs bogofilter", f"{t_big:.2f} s", f"{bf_learn:.3f} s", f"{t_big / bf_learn:.0f}x", "(for reference)")
+
+    # Peak memory classifying a 60,000-message mbox against a 6,000-message one.
+    small_box, big_box = os.path.join(work, "6k.mbox"), os.path.join(work, "60k.mbox")
+    write_mbox(small_box, files, 6000)
+    write_mbox(big_box, files, 60000)
+    for jobs in (None, "1"):
+        extra = ["--jobs", jobs] if jobs else []
+        tree_6k, max_6k, _ = peak_memory([SPAMNB, "-q", "classify", "-m", model, *extra, small_box])
+        tree_60k, max_60k, secs = peak_memory([SPAMNB, "-q", "classify", "-m", model, *extra, big_box])
+        label = f"--jobs {jobs}" if jobs else "default jobs"
+        row(f"peak RSS, all processes, 60k vs 6k ({label})", f"{tree_60k / 1024:.0f} MB", f"{tree_6k / 1024:.0f} MB", f"{tree_60k / tree_6k:.2f}x", "<= 1.5x")
+        row(f"peak RSS, largest process, 60k vs 6k ({label})", f"{max_60k / 1024:.0f} MB", f"{max_6k / 1024:.0f} MB", f"{max_60k / max_6k:.2f}x", "<= 1.5x")
+        if not jobs:
+            row("  (60k-message mbox classified at)", fmt_rate(60000, secs), "", "", "(for reference)")
+    say()
+    say(f"load average at end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+def ratio_row(name: str, n: int, ours: float, peer: float | None, goal: str) -> None:
+    """msgs/s for spamnb and the peer; ratio = spamnb's rate / the peer's."""
+    if peer is None:
+        row(name, fmt_rate(n, ours), "n/a", "", goal)
+    else:
+        row(name, fmt_rate(n, ours), fmt_rate(n, peer), f"{peer / ours:.2f}x", goal)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

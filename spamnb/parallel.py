@@ -1,0 +1,54 @@
+"""An ordered map over worker processes, with a bounded number of tasks in flight.
+
+Workers are forked, so they inherit the model and tokeniser already in memory; a
+task carries raw messages in and compact arrays (or scores) out.  Results come back
+in the order of the tasks, and at most `jobs * AHEAD` tasks are read ahead of the
+one being waited for, so memory stays bounded however long the input is.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+AHEAD = 2
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (the default of --jobs)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int) -> Iterator[R]:
+    """`map(fn, tasks)` over `jobs` forked processes; in order; bounded read-ahead.
+
+    `fn` must be a module-level function (it is sent by name).  With one job, or a
+    single task, no process is started.
+    """
+    tasks = iter(tasks)
+    if jobs <= 1:
+        yield from map(fn, tasks)
+        return
+    head = list(itertools.islice(tasks, 2))
+    if len(head) < 2:
+        yield from map(fn, head)
+        return
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    with context.Pool(jobs) as pool:
+        pending: deque = deque()
+        for task in itertools.chain(head, tasks):
+            pending.append(pool.apply_async(fn, (task,)))
+            if len(pending) >= jobs * AHEAD:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()

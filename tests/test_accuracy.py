@@ -1,0 +1,151 @@
+"""Fisher scoring, calibration and the tokeniser rules added for accuracy."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+from spamnb import classifier, nb
+from spamnb.features import count_rows
+from spamnb.model import Scoring, fit_platt, probabilities
+from spamnb.tokens import Tokenizer, domain_suffixes, received_tokens, url_tokens
+
+
+def test_chi2_tails_match_scipy_far_into_both_tails():
+    rng = np.random.default_rng(1)
+    n = rng.integers(1, 400, 500)
+    chi = rng.uniform(0, 12, 500) * n
+    log_q, log_p = nb.log_chi2_tails(chi, n)
+    q, p = chi2.logsf(chi, 2 * n), chi2.logcdf(chi, 2 * n)
+    ok = q > -700
+    assert np.allclose(log_q[ok], q[ok], atol=1e-9)
+    ok = p > -700
+    assert np.allclose(log_p[ok], p[ok], atol=1e-9)
+
+
+def test_chi2_tails_of_no_tokens():
+    log_q, log_p = nb.log_chi2_tails(np.array([0.0]), np.array([0]))
+    assert log_q[0] == 0.0 and log_p[0] == -np.inf
+
+
+def hand_fisher(fs: list[float]) -> float:
+    """SpamBayes's chi2_spamprob, written out plainly."""
+    n = len(fs)
+
+    def q(x2: float, v: int) -> float:
+        m = x2 / 2.0
+        term = total = math.exp(-m)
+        for i in range(1, v // 2):
+            term *= m / i
+            total += term
+        return min(total, 1.0)
+
+    s = 1.0 - q(-2.0 * sum(math.log(1 - f) for f in fs), 2 * n)
+    h = 1.0 - q(-2.0 * sum(math.log(f) for f in fs), 2 * n)
+    return (s - h + 1.0) / 2.0
+
+
+def test_fisher_matches_hand_computation():
+    # 3 tokens; 10 ham, 5 spam messages
+    counts = nb.Counts(
+        docs=np.array([10, 5]),
+        tf=np.array([[1, 9, 2], [4, 1, 2]]),
+        df=np.array([[1, 8, 2], [4, 1, 2]]),
+    )
+    model = nb.Fisher(alpha=0.45)
+    f, seen = model.token_prob(counts)
+    b, g = counts.df[1] / 5, counts.df[0] / 10
+    n = counts.df.sum(axis=0)
+    expect = (0.45 * 0.5 + n * b / (b + g)) / (0.45 + n)
+    assert np.allclose(f, expect) and seen.all()
+    X = np.array([[1, 0, 1], [0, 3, 0], [1, 1, 1]], dtype=float)
+    odds = nb.log_odds(model, counts, X)
+    for row, lo in zip(X, odds, strict=True):
+        indicator = hand_fisher([f[j] for j in np.flatnonzero(row)])
+        assert probabilities(np.array([lo]))[0] == pytest.approx(indicator, abs=1e-12)
+
+
+def test_fisher_ignores_tokens_never_seen_and_empty_messages_are_even():
+    counts = nb.Counts(docs=np.array([2, 2]), tf=np.array([[1, 0], [0, 0]]), df=np.array([[1, 0], [0, 0]]))
+    odds = nb.log_odds(nb.Fisher(), counts, np.array([[0.0, 5.0], [0.0, 0.0]]))
+    assert list(odds) == [0.0, 0.0]
+
+
+def test_fisher_log_odds_keep_ranking_where_the_indicator_rounds_to_one():
+    # columns: sum ln f, sum ln(1 - f), tokens; both rows overwhelmingly spam
+    z = np.array([[-1.0, -3000.0, 1000], [-1.0, -2000.0, 1000]])
+    lo = nb.Fisher.combine(z)
+    assert np.all(np.isfinite(lo)) and lo[0] > lo[1] > 30
+
+
+def test_platt_fit_recovers_a_known_calibration():
+    rng = np.random.default_rng(0)
+    z = rng.normal(0, 20, 20000)
+    y = rng.random(20000) < probabilities(0.25 * z - 1.0)
+    a, b = fit_platt(z, y)
+    assert a == pytest.approx(0.25, rel=0.1) and b == pytest.approx(-1.0, abs=0.15)
+
+
+def test_platt_fit_of_separable_scores_stays_finite():
+    a, b = fit_platt(np.array([-50.0, -40, 40, 50]), np.array([False, False, True, True]))
+    assert math.isfinite(a) and a > 0 and math.isfinite(b)
+
+
+def test_scoring_calibration_round_trips_and_maps_log_odds():
+    s = Scoring(calibration=(0.5, 1.0))
+    assert Scoring.from_json(s.to_json()) == s
+    assert s.probability(2.0) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    with pytest.raises(ValueError):
+        Scoring(calibration=(0.0, 1.0))
+
+
+def test_calibrated_needs_enough_of_both_classes():
+    counts = nb.Counts(docs=np.array([3, 3]), tf=np.ones((2, 2), np.int64), df=np.ones((2, 2), np.int64))
+    X = count_rows([[0], [1]], 2)
+    s = Scoring()
+    assert classifier.calibrated(s, s.event_model(), counts, X, np.array([0, 1])) is s
+
+
+def test_calibration_is_fitted_when_learning(tmp_path):
+    from spamnb.model import Model
+    from spamnb.sources import Message
+
+    rng = np.random.default_rng(3)
+    spam_words, ham_words = ["cheap", "offer", "winner", "pills"], ["meeting", "patch", "review", "lunch"]
+
+    def message(words: list[str]) -> bytes:
+        body = " ".join(rng.choice(words, 8)) + " " + " ".join(rng.choice(spam_words + ham_words, 3))
+        return f"Subject: hi\n\n{body}\n".encode()
+
+    items = [Message(f"s{i}", message(spam_words), "spam") for i in range(40)]
+    items += [Message(f"h{i}", message(ham_words), "ham") for i in range(40)]
+    model = Model()
+    classifier.learn(model, items)
+    assert model.scoring.calibration != (1.0, 0.0)
+
+
+def test_url_tokens_hosts_and_parent_domains():
+    assert url_tokens('<a href="HTTP://www.Example.co.uk:8080/x?y">') == [
+        "url:www.example.co.uk",
+        "url:example.co.uk",
+        "url:co.uk",
+    ]
+    assert url_tokens("http://192.0.2.7/login") == ["url:ip-address", "url:192.0.2.7"]
+    assert domain_suffixes("a.b.c.d.example.org", "") == ["c.d.example.org", "d.example.org", "example.org"]
+
+
+def test_received_tokens_networks_and_domains():
+    got = received_tokens("from relay.example.net (relay.example.net [192.0.2.33]) by mx.example.org")
+    assert {"rcvd-ip:192.0.2", "rcvd-ip:192.0", "rcvd-host:example.net", "rcvd-host:mx.example.org"} <= set(got)
+
+
+def test_html_links_become_tokens_and_long_words_a_bucket():
+    msg = (
+        b"Content-Type: text/html\n\n<a href='http://promo.example.com/'>click</a> "
+        + b"x" * 60
+        + b"\n"
+    )
+    tokens = Tokenizer()(msg)
+    assert "url:example.com" in tokens and "click" in tokens and "skip:x60" in tokens
