@@ -259,6 +259,7 @@ def cross_validate(
     scoring: Scoring,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
+    pruning: nb.Pruning | None = None,
 ) -> tuple[list[Scored], list[Problem]]:
     """k-fold cross-validation: every labelled message scored by a model trained without its fold.
 
@@ -313,7 +314,7 @@ def cross_validate(
         train_rows = np.flatnonzero(folds != fold)
         train = total - counts_of(X[test], y[test], len(vocab))
         nb.check_trained(train)
-        odds[test] = fold_log_odds(event, train, X[test])
+        odds[test] = fold_log_odds(event, train, X[test], (pruning or nb.Pruning()).keep(train))
         # As `train` would: calibration fitted on the fold's own training messages only.
         fitted = calibrated(scoring, event, train, X[train_rows], y[train_rows])
         probs[test] = fitted.probabilities(odds[test])
@@ -330,9 +331,11 @@ def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
     return out
 
 
-def fold_log_odds(event: nb.EventModel, train: nb.Counts, X) -> np.ndarray:
-    """Log-odds of the rows X under a model of the counts `train`, which knows only its own tokens."""
-    seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of the rows X under a model of the counts `train`, which knows only its own
+    tokens (`seen`: those kept by pruning; by default every token with a count)."""
+    if seen is None:
+        seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
     table_seen, b = event.table(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
     table = np.zeros((train.n_features, *table_seen.shape[1:]))
     table[seen] = table_seen

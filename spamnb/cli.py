@@ -98,6 +98,18 @@ def scoring_options(fn: F) -> F:
     return fn
 
 
+def pruning_options(fn: F) -> F:
+    fn = click.option(
+        "--max-tokens", type=click.IntRange(0), default=0, metavar="N",
+        help="Keep at most the N most frequent tokens (bounds the model's growth). [default: 0, no cap]",
+    )(fn)
+    fn = click.option(
+        "--min-count", type=click.IntRange(0), default=0, metavar="N",
+        help="Drop tokens seen fewer than N times in all. [default: 0, keep all]",
+    )(fn)
+    return fn
+
+
 def jobs_option(fn: F) -> F:
     from spamnb.parallel import available_cores
 
@@ -163,6 +175,7 @@ def report_problems(problems: Iterable[Any]) -> int:
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
 @token_options
 @scoring_options
+@pruning_options
 @jobs_option
 @click.pass_context
 @guarded
@@ -177,9 +190,15 @@ def train(
     stopwords: bool | None,
     event: str | None,
     alpha: float | None,
+    min_count: int,
+    max_tokens: int,
     jobs: int,
 ) -> None:
-    """Learn labelled mail into MODEL (created when missing)."""
+    """Learn labelled mail into MODEL (created when missing).
+
+    --min-count and --max-tokens prune the model after learning; pruned counts are
+    gone (forgetting a message later takes off only what is left).
+    """
     import os
 
     from spamnb import classifier, sources, store
@@ -197,11 +216,16 @@ def train(
             model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
+        from spamnb.nb import Pruning
+
+        pruned = model.prune(Pruning(min_count, max_tokens))
         store.save(model, model_path)
     bad = report_problems(result.problems)
     for message_id in result.never_learnt:
         click.echo(f"spamnb: {message_id}: never learnt, nothing to forget", err=True)
     done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
+    if pruned:
+        done += f", pruned {pruned} tokens"
     click.echo(
         f"{model_path}: {done}, already known {result.already}; "
         f"model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham",
@@ -268,6 +292,7 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @token_options
 @scoring_options
+@pruning_options
 @jobs_option
 @click.pass_context
 @guarded
@@ -284,6 +309,8 @@ def evaluate(
     stopwords: bool | None,
     event: str | None,
     alpha: float | None,
+    min_count: int,
+    max_tokens: int,
     jobs: int,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
@@ -303,6 +330,8 @@ def evaluate(
         if model_path is not None:
             if folds is not None:
                 raise click.UsageError("--folds cross-validates; it does not go with -m")
+            if min_count or max_tokens:
+                raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
@@ -310,7 +339,10 @@ def evaluate(
             problems = [r for r in results if isinstance(r, Problem)]
         else:
             tokens, scoring = settings_from(ngram, stopwords, event, alpha)
-            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs)
+            from spamnb.nb import Pruning
+
+            pruning = Pruning(min_count, max_tokens)
+            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning)
     bad = report_problems(problems)
     if not scored:
         raise Failure("no messages to evaluate")

@@ -147,6 +147,22 @@ class Model:
             self.vocab = GrowingSorted(self.vocab)
         return self.vocab
 
+    def prune(self, pruning: nb.Pruning) -> int:
+        """Drop the tokens `pruning` does not keep; returns how many were dropped."""
+        if not pruning:
+            return 0
+        vocab = self.growable()
+        self.counts.grow(len(vocab))
+        order = vocab.sorted_order()  # columns in token order: ties at the cap break the same way on every path
+        counts = nb.Counts(self.counts.docs, self.counts.tf[:, order], self.counts.df[:, order])
+        keep = pruning.keep(counts)
+        dropped = counts.n_features - keep.size
+        if dropped:
+            tokens = [vocab.tokens[i] for i in order[keep]]
+            self.vocab = Vocabulary(tokens, sorted_prefix=len(tokens))
+            self.counts = nb.Counts(counts.docs, counts.tf[:, keep], counts.df[:, keep])
+        return dropped
+
     def weights(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Each token's own evidence for spam (for listing and explaining)."""
         nb.check_trained(self.counts)

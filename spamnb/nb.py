@@ -86,6 +86,32 @@ class Counts:
         return Counts(self.docs - other.docs, self.tf - other.tf, self.df - other.df)
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """Bounds on the vocabulary: drop tokens seen fewer than `min_count` times (both
+    classes together), then keep at most the `max_tokens` most frequent.  0: no bound."""
+
+    min_count: int = 0
+    max_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.min_count < 0 or self.max_tokens < 0:
+            raise ValueError("--min-count and --max-tokens must be positive (or 0 for no bound)")
+
+    def __bool__(self) -> bool:
+        return bool(self.min_count or self.max_tokens)
+
+    def keep(self, counts: Counts) -> np.ndarray:
+        """Columns to keep, in column order.  Ties at the cap go to the lower column (the
+        earlier token in the model's sorted order), so the result is deterministic."""
+        total = counts.tf.sum(axis=0)
+        cols = np.flatnonzero(total >= max(self.min_count, 1))
+        if self.max_tokens and cols.size > self.max_tokens:
+            top = np.argsort(-total[cols], kind="stable")[: self.max_tokens]
+            cols = np.sort(cols[top])
+        return cols
+
+
 def class_log_prior(counts: Counts) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(counts.docs) - np.log(counts.docs.sum())

@@ -192,3 +192,36 @@ def test_learning_a_few_messages_splices_the_vocabulary_like_a_full_rebuild(corp
         for k in ("tokens", "offsets", "tf", "df", "docs"):
             assert np.array_equal(a[k], b[k]), k
     assert sorted(store.load(path).learnt.items()) == sorted(store.load(reference).learnt.items())
+
+
+def test_max_tokens_keeps_the_most_frequent(corpus, model, tmp_path):
+    path = str(tmp_path / "capped.npz")
+    code, out = run("train", "-m", path, "--spam", str(corpus / "spam"), "--ham", str(corpus / "ham"), "--max-tokens", "15", "--jobs", "1")
+    assert code == 0, out
+    full, capped = store.load(model, growable=True), store.load(path, growable=True)
+    assert len(capped.vocab) == 15
+    totals = dict(zip(full.vocab.tokens, full.counts.tf.sum(axis=0).tolist(), strict=True))
+    kept = set(capped.vocab.tokens)
+    assert min(totals[t] for t in kept) >= max(v for t, v in totals.items() if t not in kept)
+    for t, col in zip(capped.vocab.tokens, range(15), strict=True):  # counts travel with their tokens
+        assert capped.counts.tf[:, col].tolist() == full.counts.tf[:, full.vocab.index[t]].tolist()
+    assert capped.counts.docs.tolist() == full.counts.docs.tolist()
+    assert store.load(path).learnt == full.learnt
+
+
+def test_min_count_drops_the_rare(corpus, model, tmp_path):
+    path = str(tmp_path / "pruned.npz")
+    code, out = run("train", "-m", path, "--spam", str(corpus / "spam"), "--ham", str(corpus / "ham"), "--min-count", "3")
+    assert code == 0 and "pruned" in out
+    full, pruned = store.load(model, growable=True), store.load(path, growable=True)
+    totals = dict(zip(full.vocab.tokens, full.counts.tf.sum(axis=0).tolist(), strict=True))
+    assert set(pruned.vocab.tokens) == {t for t, v in totals.items() if v >= 3}
+    assert not any(t.startswith("unique") for t in pruned.vocab.tokens)
+
+
+def test_pruning_in_cross_validation(corpus):
+    code, out = run("eval", "--spam", str(corpus / "spam"), "--ham", str(corpus / "ham"), "--json", "--max-tokens", "30")
+    assert code == 0, out
+    assert 0.5 <= json.loads(out)["auc"] <= 1
+    code, _ = run("eval", "-m", "x.npz", "--spam", str(corpus / "spam"), "--max-tokens", "30")
+    assert code == 2
