@@ -76,7 +76,27 @@ def model_option(required_default: bool = True) -> Callable[[F], F]:
     )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """A group whose usage errors are one `spamnb: error:` line, like every other error."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            status = super().main(*args, **kwargs)
+        except click.UsageError as err:
+            where = f"{err.ctx.command_path}: " if err.ctx is not None else ""
+            click.echo(f"spamnb: error: {where}{err.format_message()} (see --help)", err=True)
+            sys.exit(err.exit_code)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except click.Abort:
+            click.echo("spamnb: error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(status if isinstance(status, int) else 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="spamnb")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")

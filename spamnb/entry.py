@@ -3,20 +3,43 @@
 A procmail pipe starts spamnb once per message, so its start-up is the cost: the
 pipe path never imports click, rich or scipy.  Everything else goes to the click
 command line in `spamnb.cli`.
+
+A pipe invocation must never lose the message: arguments the fast path cannot read
+(a typo in a procmail recipe) pass the mail through with exit 3, and so does a
+failure to import the filter itself.
 """
 from __future__ import annotations
 
 import sys
 
+HELP = ("-h", "--help", "--version")
+EXIT_ERROR = 3
+
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if "--pipe" in args:
-        from spamnb import pipe
-
-        matched, model_path = pipe.parse_args(args)
-        if matched:
-            sys.exit(pipe.main(model_path))
+    if "classify" in args and "--pipe" in args and not any(a in HELP for a in args):
+        sys.exit(pipe_main(args))
     from spamnb.cli import main as cli_main
 
     cli_main()
+
+
+def pipe_main(args: list[str]) -> int:
+    try:
+        from spamnb import pipe
+    except Exception as err:  # noqa: BLE001 - a broken install still delivers the mail
+        return pass_through(f"spamnb: cannot load the filter ({err}); message passed through unchanged")
+    matched, model_path = pipe.parse_args(args)
+    if matched:
+        return pipe.main(model_path)
+    refuse = f"cannot read the arguments {' '.join(args)!r} (see spamnb classify --help)"
+    return pipe.run(None, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse)
+
+
+def pass_through(reason: str) -> int:
+    while chunk := sys.stdin.buffer.read(1 << 16):
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.buffer.flush()
+    print(reason, file=sys.stderr)
+    return EXIT_ERROR

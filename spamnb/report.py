@@ -102,9 +102,11 @@ def score_histogram(labels: Sequence[str], log_odds: np.ndarray, bins: int = 16,
 
 
 def top_tokens(model: Model, n: int) -> dict[str, list[dict[str, Any]]]:
-    """The n tokens pulling hardest towards spam and towards ham, by their weight."""
+    """The n tokens pulling hardest towards spam and towards ham, by their weight.
+
+    None until the model has learnt both classes: a weight compares the two."""
     vocab = model.growable()
-    if len(vocab) == 0:
+    if len(vocab) == 0 or not model.counts.docs.all():
         return {"spam": [], "ham": []}
     w, _ = model.weights()
     order = np.argsort(w, kind="mergesort")

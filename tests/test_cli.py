@@ -101,7 +101,6 @@ def test_training_again_changes_nothing_and_forget_undoes(model: Path, corpus: C
     assert inspect_json(model) == before
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py/report.py: inspect computes top tokens, which needs both classes, so it refuses to summarise")
 def test_inspect_a_model_of_one_class(tmp_path: Path, corpus: Corpus) -> None:
     one = tmp_path / "one.npz"
     ok("train", "-m", one, "--spam", corpus.spam_mbox)
@@ -309,7 +308,6 @@ def test_nothing_to_evaluate(tmp_path: Path) -> None:
     assert_one_line_error(run("eval", "--spam", empty, "--folds", "2"))
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py: click usage errors print a usage block, not one `spamnb: error:` line")
 @pytest.mark.parametrize(
     "args",
     [
