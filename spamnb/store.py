@@ -96,7 +96,7 @@ def save(model: Model, path: str) -> None:
     os.makedirs(folder, exist_ok=True)
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=".spamnb-", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as out:
             write_npz(out, to_arrays(model))
@@ -112,6 +112,25 @@ def save(model: Model, path: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def temp_prefix(path: str) -> str:
+    """Temporary files of one model's saves: `.MODEL.spamnb-XXXX.tmp` beside it."""
+    return f".{os.path.basename(path)}.spamnb-"
+
+
+def remove_stale_temporaries(path: str) -> None:
+    """Delete what saves of this model killed part way (kill -9, power loss) left behind.
+
+    Called under the model's lock: no save of this model is under way, so every one
+    of its temporary files is stale.  Other models' files have other prefixes.
+    """
+    folder, prefix = os.path.dirname(path), temp_prefix(path)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
@@ -294,6 +313,7 @@ def locked(path: str) -> Iterator[None]:
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
+            remove_stale_temporaries(path)
             yield
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)

@@ -155,7 +155,7 @@ def test_concurrent_learners_serialise_and_lose_no_update(tmp_path: Path) -> Non
     for i in range(LEARNERS):
         assert tokens[f"learner{i:02d}only"] == ((0, 1, 0, 1) if i % 2 else (1, 0, 1, 0))
     assert tokens["shared"] == (half, half, half, half)
-    assert not list(tmp_path.glob(".spamnb-*.tmp")), "a finished save leaves no temporary file"
+    assert not list(tmp_path.glob(".*.spamnb-*.tmp")), "a finished save leaves no temporary file"
 
 
 # --- kill -9 during a save ------------------------------------------------------------------
@@ -195,8 +195,15 @@ def test_kill_9_during_a_save_leaves_a_loadable_model(tmp_path: Path) -> None:
         assert k in (1, 2), "one of the two saved states"
         assert len(model.vocab) == SAVER_TOKENS
         assert (model.counts.tf == k).all() and (model.counts.df == k).all() and (model.counts.docs == k).all()
-    # What a killed save leaves behind is a hidden temporary file, never the model.
-    assert all(p.name.startswith(".spamnb-") for p in tmp_path.iterdir() if p != path)
+    # What a killed save leaves behind is a hidden temporary file, never the model ...
+    assert all(p.name.startswith(".model.npz.spamnb-") for p in tmp_path.iterdir() if p != path)
+    # ... and the next learner, holding the lock, clears this model's leftovers away,
+    # never another model's save in progress.
+    (tmp_path / ".model.npz.spamnb-stale.tmp").write_bytes(b"half a model")
+    (tmp_path / ".other.npz.spamnb-busy.tmp").write_bytes(b"another model's save")
+    with store.locked(str(path)):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.npz.spamnb-busy.tmp", "model.npz", "model.npz.lock"]
 
 
 # --- damaged and foreign model files --------------------------------------------------------
