@@ -1,6 +1,7 @@
 """The tokeniser: MIME decoding, charsets, HTML, Unicode words, headers and settings."""
 from __future__ import annotations
 
+import base64
 import dataclasses
 import time
 from email.message import EmailMessage
@@ -261,3 +262,67 @@ def test_arbitrary_bytes_never_raise_and_tokens_have_no_whitespace(data: bytes) 
         assert all(t and not any(c.isspace() for c in t) for t in tokens)
     for gram in Tokenizer(TokenSettings(ngram=3))(data):
         assert gram and "\n" not in gram and "\r" not in gram
+
+
+# --- the single-part fast path agrees with the email package's parser ----------------------
+
+FIELD_NAMES = st.sampled_from(["Subject", "From", "To", "X-Mailer", "Received", "Content-Type", "Content-Transfer-Encoding", "content-type", "X-Odd_Name!", "Date"])
+FIELD_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x24F, blacklist_categories=("Cs",)), max_size=30)
+NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
+CONTENT_TYPES = st.sampled_from(["text/plain", "text/html; charset=utf-8", "text/plain; charset=\"iso-8859-1\"", "TEXT/HTML", "text", "application/octet-stream", "multipart/mixed; boundary=x", "message/rfc822"])
+ENCODINGS = st.sampled_from(["7bit", "8bit", "base64", "quoted-printable", "BASE64", "x-uuencode"])
+
+
+@st.composite
+def simple_messages(draw: st.DrawFn) -> bytes:
+    """Mostly well-formed single-part mail, with folding, mixed line ends, 8-bit and odd lines."""
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        name = draw(FIELD_NAMES)
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            value = draw(CONTENT_TYPES)
+        elif kind == 1:
+            value = draw(ENCODINGS)
+        elif kind == 2:
+            value = "=?utf-8?b?" + base64.b64encode(draw(FIELD_TEXT).encode()).decode() + "?= " + draw(FIELD_TEXT)
+        else:
+            value = draw(FIELD_TEXT)
+        sep = draw(st.sampled_from([": ", ":", ":\t", ":  "]))
+        line = name + sep + value + draw(NEWLINES)
+        for _ in range(draw(st.integers(0, 2))):  # continuation lines
+            line += draw(st.sampled_from([" ", "\t"])) + draw(FIELD_TEXT) + draw(NEWLINES)
+        lines.append(line)
+    odd = draw(st.sampled_from(["", "", "", "From someone\n", ":nameless\n", " leading continuation\n", "not a header line\n"]))
+    if odd:
+        lines.insert(draw(st.integers(0, len(lines))), odd)
+    head = "".join(lines)
+    body = draw(st.sampled_from(["", "\n", "\r\n", "no blank line\n"])) + draw(st.text(max_size=200))
+    charset = draw(st.sampled_from(["utf-8", "latin-1"]))
+    return head.encode(charset, "replace") + body.encode(charset, "replace")
+
+
+@settings(max_examples=400, deadline=None)
+@given(simple_messages())
+def test_single_part_fast_path_agrees_with_the_parser(data: bytes) -> None:
+    import email.parser
+    import email.policy
+    import functools
+    import itertools
+    from unittest import mock
+
+    from spamnb import tokens
+
+    text = data.decode("ascii", "surrogateescape")
+    fast = tokens.parse_single_part(text)
+    if fast is not None:
+        factory = functools.partial(tokens.BoundedMessage, parts=itertools.count())
+        slow = email.parser.Parser(factory, policy=email.policy.compat32).parsestr(text)
+        assert fast.items() == slow.items() or [(k, str(v)) for k, v in fast.items()] == [(k, str(v)) for k, v in slow.items()]
+        assert fast.get_payload() == slow.get_payload()
+        assert not slow.is_multipart()
+    for options in ({}, {"ngram": 2, "stopwords": True}):
+        settings_ = TokenSettings(**options)
+        with_fast = Tokenizer(settings_)(data)
+        with mock.patch.object(tokens, "parse_single_part", return_value=None):
+            assert Tokenizer(settings_)(data) == with_fast
