@@ -33,7 +33,7 @@ def pipe_main(args: list[str]) -> int:
     matched, model_path = pipe.parse_args(args)
     if matched:
         return pipe.main(model_path)
-    refuse = f"cannot read the arguments {' '.join(args)!r} (see spamnb classify --help)"
+    refuse = f"classify --pipe takes no SRC and no option but -m/--model, got {' '.join(args)!r}"
     return pipe.run(None, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse)
 
 
