@@ -230,12 +230,19 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
         return data.decode("latin-1")
 
 
+SURROGATE = re.compile("[\udc80-\udcff]")
+
+
 def decode_header_value(value: str) -> str:
     """RFC 2047 encoded words to text; anything malformed is kept as it stands.
 
     Each run of encoded words is decoded on its own: `email.header.decode_header`
     on a whole value is quadratic in the number of unclosed `=?` in it.
     """
+    if not value.isascii() and SURROGATE.search(value):
+        # Raw 8-bit header bytes reach us as surrogate escapes: they are text in an
+        # undeclared charset, nearly always UTF-8 or cp1252 (decode_bytes tries both).
+        value = decode_bytes(value.encode("ascii", "surrogateescape"), None)
     if "=?" not in value:
         return value
     return ENCODED_RUN.sub(decode_encoded_run, value)
@@ -288,9 +295,10 @@ def iter_text_parts(msg: email.message.Message) -> Iterator[tuple[str, str]]:
     while stack and seen < MAX_PARTS:
         part = stack.pop()
         seen += 1
-        payload = part.get_payload()
-        if isinstance(payload, list):
-            stack.extend(reversed(payload))
+        # is_multipart, not get_payload(): without decode=True the email package decodes
+        # 8-bit text with the declared charset, and raises for some (idna, NUL in a name).
+        if part.is_multipart():
+            stack.extend(reversed(part.get_payload()))
             continue
         # get_content_maintype and _subtype would each look the type up again.
         maintype, subtype = part.get_content_type().split("/")
@@ -330,14 +338,15 @@ class Tokenizer:
         data = message_headers.unstamped(data, self.settings.max_bytes)
         try:
             msg = parse_bounded(data)
-            headers = msg.items() if self.settings.header_tokens else []
+            # raw_items: items() would turn a value with 8-bit bytes into a Header
+            # whose text has lost them (decode_header_value recovers them).
+            headers = list(msg.raw_items()) if self.settings.header_tokens else []
             bodies = list(iter_text_parts(msg))
         except Exception:  # noqa: BLE001 - any parser failure (RecursionError, TooManyParts): raw text
             headers, bodies = [], [("plain", data.decode("latin-1"))]
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:
-            value = value if isinstance(value, str) else str(value)  # a Header, for 8-bit values
             found = cache.get((name, value))
             if found is None:
                 found = self.header_tokens(name, value)
