@@ -185,22 +185,25 @@ class Model:
         w, _ = self.weights(cols)
         table, b = self.table(cols)
         x = np.asarray(event.prepare(x), dtype=np.float64)
-        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :])[0])
+        unknown = int((~known).sum())
+        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]))[0])
         contributions = w * x
         # Linear models: the bias is the prior and absent tokens.  Fisher combining is
         # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
-        return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()))
+        return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), unknown)
 
 
 @dataclass(frozen=True)
 class Explanation:
-    """Per known token: its column, its count in the message and its share of the log-odds."""
+    """Per known token: its column, its count in the message and its share of the log-odds;
+    and how many distinct tokens were unknown."""
 
     tokens: list[str]
     cols: np.ndarray
     counts: np.ndarray
     contributions: np.ndarray
     bias: float
+    unknown: int = 0  # distinct tokens the model has never seen (Fisher: neutral evidence)
 
     @property
     def log_odds(self) -> float:

@@ -462,3 +462,28 @@ def test_pipe_on_anything_is_a_verdict(model: Path, data: bytes) -> None:
     assert piped.err == ""
     assert headers.digest(piped.out) == headers.digest(data)
 
+
+
+def test_pipe_batch_and_explain_agree_on_messages_with_unknown_tokens(model: Path) -> None:
+    """The pipe (one message, mapped model), `classify` (batch) and `inspect --explain`
+    score a message the same, whatever share of its tokens the model has never seen."""
+    loaded = store.load(str(model))
+    mapped = store.load(str(model), scoring_only=True)
+    tokenize = Tokenizer(loaded.tokens)
+    mails = [
+        SPAM_MAIL,
+        HAM_MAIL,
+        UNSURE_MAIL,
+        make_mail("cheap pills", "viagra zzunknownone zzunknowntwo meeting\n"),
+        make_mail("meeting agenda", "project " + " ".join(f"zzword{i}" for i in range(40)) + "\n"),
+    ]
+    batch = list(classifier.classify(loaded, [Message(str(i), m) for i, m in enumerate(mails)]))
+    for mail, scored in zip(mails, batch, strict=True):
+        explained = mapped.explain(tokenize(mail))
+        assert explained.log_odds == pytest.approx(scored.log_odds, abs=1e-9)
+        out, status = pipe.filter_message(str(model), mail)
+        match = VERDICT.search(out)
+        assert match is not None and match.group(1).decode() == scored.verdict
+        assert float(match.group(2)) == pytest.approx(scored.score, abs=5e-5)
+        assert status == pipe.EXIT[scored.verdict]
+    assert explained.unknown > 30
