@@ -191,7 +191,8 @@ class Fisher:
     Each message's distinct tokens are combined as in SpamBayes and bogofilter, those
     the counts say nothing about (unknown to the model, or learnt and forgotten) as
     neutral evidence f = x (`unknown_row`):
-    S = 1 - Q(-2 sum ln(1-f), 2n), H = 1 - Q(-2 sum ln f, 2n), indicator (1 + S - H) / 2.
+    S = 1 - Q(-2 sum ln(1-f), 2n), H = 1 - Q(-2 sum ln f, 2n), indicator (1 + S - H) / 2,
+    with n (and the sums) shrunk by `independence`.
     Not linear in x; `log_odds` is the logit of that indicator, computed in logs so that
     it keeps ranking where the indicator itself has rounded to 0 or 1.
     """
@@ -199,6 +200,7 @@ class Fisher:
     alpha: float = 0.01
     name: str = "fisher"
     x: float = 0.5
+    independence: float = 0.5  # independent tests per distinct token (see `combine`)
 
     def token_prob(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """f(w) per token, and whether the token was ever seen (only those are evidence)."""
@@ -234,12 +236,20 @@ class Fisher:
     def prepare(self, X: Any) -> Any:
         return (X > 0).astype(np.float64)
 
-    @staticmethod
-    def combine(Z: np.ndarray, b: float = 0.0) -> np.ndarray:
+    def combine(self, Z: np.ndarray, b: float = 0.0) -> np.ndarray:
         Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
-        n = np.rint(Z[:, 2]).astype(np.int64)
+        tokens = np.rint(Z[:, 2]).astype(np.int64)
+        # Fisher's method assumes independent tests; a message's tokens are not (headers
+        # repeat the body, words come in phrases), so n tokens count as `independence` * n
+        # tests (at least one), each sum scaled alike.  5 folds on the SpamAssassin corpus,
+        # unknown tokens neutral, at the 0.95 cut-off: 1.0 gives 1-AUC 0.0324%, 1 FP, 187
+        # spam missed, 267 unsure; 0.5 gives 0.0318%, 1 FP, 152 missed, 227 unsure; 0.25
+        # 0.0309%, 2 FP, 132 missed; 0.1 0.0301%, 4 FP.  sample_corpus agrees (1-AUC 2.58%
+        # -> 2.45% at 0.5).  Half: a ranking as good and a gentler calibration, no more FP.
+        n = np.where(tokens > 0, np.maximum(np.rint(tokens * self.independence), 1), 0).astype(np.int64)
+        scale = np.where(tokens > 0, n / np.maximum(tokens, 1), 0.0)
         # H' = -2 sum ln f (large for spam), S' = -2 sum ln(1 - f) (large for ham).
-        chi_h, chi_s = -2.0 * Z[:, 0], -2.0 * Z[:, 1]
+        chi_h, chi_s = -2.0 * scale * Z[:, 0], -2.0 * scale * Z[:, 1]
         log_qh, log_ph = log_chi2_tails(chi_h, n)
         log_qs, log_ps = log_chi2_tails(chi_s, n)
         # indicator I = (1 + S - H) / 2 = (Q_H + P_S) / 2 and 1 - I = (Q_S + P_H) / 2
