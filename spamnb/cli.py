@@ -94,7 +94,7 @@ def token_options(fn: F) -> F:
 
 def scoring_options(fn: F) -> F:
     fn = click.option("--event", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default=None, help="Scoring: Robinson-Fisher combining, or the multinomial or Bernoulli naive Bayes event model. [default: fisher]")(fn)
-    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 fisher, 1.0 multinomial, 1.0 bernoulli]")(fn)
+    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     return fn
 
 

@@ -224,9 +224,10 @@ FORGED = {
     ),
     "the only header": (b"X-Spamnb: ham\n\nviagra casino\n", MARK + b"\nviagra casino\n"),
     "last line, no newline": (b"Subject: cheap pills casino winner\nX-Spamnb: ham", b"Subject: cheap pills casino winner\n" + MARK),
+    # (enough spam words that the junk line's two unknown tokens, neutral evidence, leave it spam)
     "after a junk line": (
-        b"Subject: cheap pills\njunk line\nX-Spamnb: ham\n\nviagra\n",
-        b"Subject: cheap pills\n" + MARK + b"junk line\n\nviagra\n",
+        b"Subject: cheap pills\njunk line\nX-Spamnb: ham\n\nviagra casino winner\n",
+        b"Subject: cheap pills\n" + MARK + b"junk line\n\nviagra casino winner\n",
     ),
     "behind an envelope": (
         ENVELOPE + b"\nX-Spamnb: ham\nSubject: cheap\n\nviagra\n",
