@@ -1,6 +1,7 @@
 """The event models against scikit-learn, incremental counting, and one-message vs batch scoring."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from spamnb.tokens import Tokenizer
 from tests.conftest import labelled_messages, make_mail
 
 ALPHAS = (0.01, 0.5, 1.0, 2.5)
-OURS_AND_THEIRS = ((nb.Multinomial, MultinomialNB), (nb.Bernoulli, BernoulliNB))
+OURS_AND_THEIRS = ((functools.partial(nb.Multinomial, boolean=False), MultinomialNB), (nb.Bernoulli, BernoulliNB))
 
 
 def random_counts(seed: int, n: int = 60, v: int = 40, density: float = 0.15) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
@@ -56,6 +57,17 @@ def test_joint_log_likelihood_matches_scikit_learn(alpha: float, ours: type[nb.E
         jll = nb.joint_log_likelihood(model, counts, data)
         np.testing.assert_allclose(jll, reference.predict_joint_log_proba(data), rtol=0, atol=1e-9)
         np.testing.assert_allclose(nb.log_odds(model, counts, data), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> None:
+    X, y = random_counts(seed)
+    X_test, _ = random_counts(seed + 100, n=30)
+    binary = (X > 0).astype(np.float64)
+    reference = MultinomialNB(alpha=0.5).fit(binary, y)
+    model = nb.Multinomial(0.5)
+    assert model.boolean
+    jll = nb.joint_log_likelihood(model, counts_of(X, y), X_test)
+    np.testing.assert_allclose(jll, reference.predict_joint_log_proba((X_test > 0).astype(np.float64)), rtol=0, atol=1e-9)
 
 
 def test_counts_are_what_they_say() -> None:
