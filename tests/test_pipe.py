@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb import classifier, headers, pipe, store
@@ -430,6 +430,7 @@ MESSAGES = st.one_of(st.binary(max_size=200), mailish())
 
 @FAST
 @given(MESSAGES, st.sampled_from(["spam, score=1.0000", "ham, score=0.0012"]), st.sampled_from(["unsure, score=0.5000"]))
+@example(b"X-Spamnb:\nFrom ", "spam, score=1.0000", "unsure, score=0.5000")  # a forged verdict before a stray "From " line
 def test_stamp_properties(data: bytes, first: str, second: str) -> None:
     once = headers.stamp(data, first)
     # Exactly one verdict header, ours, in the header block.
