@@ -66,8 +66,15 @@ def _score(datas: list[bytes]) -> np.ndarray:
     """Worker task: raw messages -> log-odds under the model."""
     rows = _tokenize_rows(datas)
     mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
-    X = rows_matrix(mapping[rows.cols], rows.counts, rows.lengths, _WORK["n_features"])
-    return nb.batch_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], X)
+    cols = mapping[rows.cols]
+    X = rows_matrix(cols, rows.counts, rows.lengths, _WORK["n_features"])
+    return nb.batch_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], X, unknown_per_row(cols, rows.lengths))
+
+
+def unknown_per_row(cols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """How many of each row's distinct tokens the vocabulary lacks (column < 0)."""
+    row_of = np.repeat(np.arange(len(lengths)), lengths)
+    return np.bincount(row_of[cols < 0], minlength=len(lengths))
 
 
 def chunk_size(jobs: int) -> int:
@@ -333,11 +340,14 @@ def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
 
 def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None) -> np.ndarray:
     """Log-odds of the rows X under a model of the counts `train`, which knows only its own
-    tokens (`seen`: those kept by pruning; by default every token with a count)."""
+    tokens (`seen`: those kept by pruning; by default every token with a count).  The other
+    columns are tokens unknown to that model, scored as `classify` scores tokens missing
+    from the vocabulary (the event model's `unknown_row`)."""
     if seen is None:
         seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
     table_seen, b = event.table(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
-    table = np.zeros((train.n_features, *table_seen.shape[1:]))
+    table = np.empty((train.n_features, *table_seen.shape[1:]))
+    table[:] = event.unknown_row()
     table[seen] = table_seen
     return nb.batch_log_odds(event, table, b, X)
 

@@ -114,7 +114,7 @@ def token_options(fn: F) -> F:
 
 def scoring_options(fn: F) -> F:
     fn = click.option("--event", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default=None, help="Scoring: Robinson-Fisher combining, or the multinomial or Bernoulli naive Bayes event model. [default: fisher]")(fn)
-    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 fisher, 1.0 multinomial, 1.0 bernoulli]")(fn)
+    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     return fn
 
 
@@ -417,9 +417,9 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         rows = report.explanation_rows(model, e, top)
         verdict = model.scoring.verdict(score)
         if as_json:
-            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "tokens": rows}))
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "unknown_tokens": e.unknown, "tokens": rows}))
             continue
-        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (prior and absent tokens {e.bias:+.2f})")
+        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (prior and absent tokens {e.bias:+.2f}; {e.unknown} distinct tokens unknown to the model)")
         out.print(report.token_table("tokens that moved the verdict most", rows, weight_name="contribution"))
 
 

@@ -82,6 +82,10 @@ def stamp(data: bytes, value: str) -> bytes:
     if fields and not fields.endswith(b"\n"):
         fields += newline
     line = VERDICT_NAME + b": " + value.encode("ascii") + newline
+    if not envelope and fields.startswith(b"From "):
+        # Removing a verdict header bared a "From " line: after it, that line would read
+        # as an envelope and the stamped message would digest differently.  Go first.
+        return line + fields + after + rest
     return envelope + fields + line + after + rest
 
 

@@ -119,14 +119,26 @@ def class_log_prior(counts: Counts) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Multinomial:
-    """Token occurrences: p(token | class) = (tf + alpha) / (tokens in class + alpha V)."""
+    """Token occurrences: p(token | class) = (tf + alpha) / (tokens in class + alpha V).
+
+    `boolean`: each distinct token counts once per message, in training (the message
+    frequencies) and in scoring (Schneider 2004; Metsis et al. 2006, "which naive Bayes?":
+    the best of their event models for spam).  A word repeated is mostly one sender's
+    habit, not more evidence.  5 folds on the SpamAssassin corpus, alpha 0.01: 1-AUC
+    0.180% (term counts) -> 0.066%, FP 10 -> 5, spam missed 182 -> 124, ECE 0.0089 -> 0.0058.
+    """
 
     alpha: float = 1.0
     name: str = "multinomial"
+    boolean: bool = True
+
+    def _tf(self, counts: Counts) -> np.ndarray:
+        return counts.df if self.boolean else counts.tf
 
     def feature_log_prob(self, counts: Counts, cols: np.ndarray | None = None) -> np.ndarray:
-        tf = counts.tf if cols is None else counts.tf[:, cols]
-        total = counts.tf.sum(axis=1, keepdims=True) + self.alpha * counts.n_features
+        every = self._tf(counts)
+        tf = every if cols is None else every[:, cols]
+        total = every.sum(axis=1, keepdims=True) + self.alpha * counts.n_features
         return np.log(tf + self.alpha) - np.log(total)
 
     def weights(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
@@ -135,9 +147,13 @@ class Multinomial:
         return flp[SPAM] - flp[HAM], float(prior[SPAM] - prior[HAM])
 
     def prepare(self, X: Any) -> Any:
-        return X
+        return (X > 0).astype(np.float64) if self.boolean else X
 
     table = weights
+
+    def unknown_row(self) -> np.ndarray:
+        """What a token without evidence adds to a row of the table: nothing (it is left out)."""
+        return np.zeros(())
 
     @staticmethod
     def combine(Z: np.ndarray, b: float) -> np.ndarray:
@@ -173,6 +189,7 @@ class Bernoulli:
         return (X > 0).astype(np.float64)
 
     table = weights
+    unknown_row = Multinomial.unknown_row
     combine = staticmethod(Multinomial.combine)
 
 
@@ -183,8 +200,11 @@ class Fisher:
     From message frequencies (the Bernoulli counts): p(w) = b / (b + g) with b, g the
     shares of spam and of ham holding w; f(w) = (s x + n p(w)) / (s + n), n the messages
     holding w, x = 1/2 the belief about a token never seen, `alpha` the strength s.
-    Each message's distinct known tokens are combined as in SpamBayes and bogofilter:
-    S = 1 - Q(-2 sum ln(1-f), 2n), H = 1 - Q(-2 sum ln f, 2n), indicator (1 + S - H) / 2.
+    Each message's distinct tokens are combined as in SpamBayes and bogofilter, those
+    the counts say nothing about (unknown to the model, or learnt and forgotten) as
+    neutral evidence f = x (`unknown_row`):
+    S = 1 - Q(-2 sum ln(1-f), 2n), H = 1 - Q(-2 sum ln f, 2n), indicator (1 + S - H) / 2,
+    with n (and the sums) shrunk by `independence`.
     Not linear in x; `log_odds` is the logit of that indicator, computed in logs so that
     it keeps ranking where the indicator itself has rounded to 0 or 1.
     """
@@ -192,6 +212,7 @@ class Fisher:
     alpha: float = 0.01
     name: str = "fisher"
     x: float = 0.5
+    independence: float = 0.5  # independent tests per distinct token (see `combine`)
 
     def token_prob(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """f(w) per token, and whether the token was ever seen (only those are evidence)."""
@@ -209,23 +230,38 @@ class Fisher:
         return np.where(seen, np.log(f) - np.log1p(-f), 0.0), 0.0
 
     def table(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-        """(V, 3) columns ln f, ln(1 - f), 1 for seen tokens (zero rows for unseen ones)."""
+        """(V, 3) columns ln f, ln(1 - f), 1; unseen tokens get `unknown_row`."""
         f, seen = self.token_prob(counts, cols)
-        out = np.zeros((f.shape[0], 3))
+        out = np.empty((f.shape[0], 3))
+        out[:] = self.unknown_row()
         out[seen, 0] = np.log(f[seen])
         out[seen, 1] = np.log1p(-f[seen])
         out[seen, 2] = 1.0
         return out, 0.0
 
+    def unknown_row(self) -> np.ndarray:
+        """A token never seen counts as neutral evidence f = x, so that a message of mostly
+        new words is less sure than one of the same known words alone.  5 folds on the
+        SpamAssassin corpus: 1-AUC 0.0366% -> 0.0324%, ECE 0.0050 -> 0.0038 (dropping them)."""
+        return np.array([np.log(self.x), np.log1p(-self.x), 1.0])
+
     def prepare(self, X: Any) -> Any:
         return (X > 0).astype(np.float64)
 
-    @staticmethod
-    def combine(Z: np.ndarray, b: float = 0.0) -> np.ndarray:
+    def combine(self, Z: np.ndarray, b: float = 0.0) -> np.ndarray:
         Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
-        n = np.rint(Z[:, 2]).astype(np.int64)
+        tokens = np.rint(Z[:, 2]).astype(np.int64)
+        # Fisher's method assumes independent tests; a message's tokens are not (headers
+        # repeat the body, words come in phrases), so n tokens count as `independence` * n
+        # tests (at least one), each sum scaled alike.  5 folds on the SpamAssassin corpus,
+        # unknown tokens neutral, at the 0.95 cut-off: 1.0 gives 1-AUC 0.0324%, 1 FP, 187
+        # spam missed, 267 unsure; 0.5 gives 0.0318%, 1 FP, 152 missed, 227 unsure; 0.25
+        # 0.0309%, 2 FP, 132 missed; 0.1 0.0301%, 4 FP.  sample_corpus agrees (1-AUC 2.58%
+        # -> 2.45% at 0.5).  Half: a ranking as good and a gentler calibration, no more FP.
+        n = np.where(tokens > 0, np.maximum(np.rint(tokens * self.independence), 1), 0).astype(np.int64)
+        scale = np.where(tokens > 0, n / np.maximum(tokens, 1), 0.0)
         # H' = -2 sum ln f (large for spam), S' = -2 sum ln(1 - f) (large for ham).
-        chi_h, chi_s = -2.0 * Z[:, 0], -2.0 * Z[:, 1]
+        chi_h, chi_s = -2.0 * scale * Z[:, 0], -2.0 * scale * Z[:, 1]
         log_qh, log_ph = log_chi2_tails(chi_h, n)
         log_qs, log_ps = log_chi2_tails(chi_s, n)
         # indicator I = (1 + S - H) / 2 = (Q_H + P_S) / 2 and 1 - I = (Q_S + P_H) / 2
@@ -301,7 +337,10 @@ def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = 1 << 21) -> tupl
 EventModel = Multinomial | Bernoulli | Fisher
 EVENT_MODELS: dict[str, type[EventModel]] = {"fisher": Fisher, "multinomial": Multinomial, "bernoulli": Bernoulli}
 # Smoothing per event model, by `spamnb eval --folds 5` on the SpamAssassin corpus (see model.Scoring).
-DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 1.0, "bernoulli": 1.0}
+# With ~195k tokens, alpha 1 gives each class more pseudo-counts than real ones for every rare
+# token: 1-AUC multinomial 0.489% (alpha 1), 0.230% (0.1), 0.180% (0.01), 0.182% (0.001);
+# Bernoulli 0.406%, 0.123%, 0.092%, 0.092%.  0.01 is where both level off.
+DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01}
 
 
 def event_model(name: str, alpha: float | None = None) -> EventModel:
@@ -314,9 +353,18 @@ def event_model(name: str, alpha: float | None = None) -> EventModel:
     return EVENT_MODELS[name](alpha)
 
 
-def batch_log_odds(model: EventModel, table: np.ndarray, b: float, X: Any) -> np.ndarray:
-    """Log-odds of each row of X from a model's `table` (linear for naive Bayes, not for Fisher)."""
-    return model.combine(np.asarray(model.prepare(X) @ table), b)
+def batch_log_odds(model: EventModel, table: np.ndarray, b: float, X: Any, unknown: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of each row of X from a model's `table` (linear for naive Bayes, not for Fisher).
+
+    `unknown`: per row, how many distinct tokens of the message the vocabulary lacks (they
+    have no column in X); each adds the event model's `unknown_row`.
+    """
+    Z = np.asarray(model.prepare(X) @ table, dtype=np.float64)
+    if unknown is not None:
+        row = model.unknown_row()
+        if row.any():
+            Z = Z + np.multiply.outer(np.asarray(unknown, dtype=np.float64), row)
+    return model.combine(Z, b)
 
 
 def joint_log_likelihood(model: EventModel, counts: Counts, X: Any) -> np.ndarray:

@@ -54,7 +54,7 @@ def test_fisher_matches_hand_computation():
         tf=np.array([[1, 9, 2], [4, 1, 2]]),
         df=np.array([[1, 8, 2], [4, 1, 2]]),
     )
-    model = nb.Fisher(alpha=0.45)
+    model = nb.Fisher(alpha=0.45, independence=1.0)  # Robinson's combining as published
     f, seen = model.token_prob(counts)
     b, g = counts.df[1] / 5, counts.df[0] / 10
     n = counts.df.sum(axis=0)
@@ -67,7 +67,7 @@ def test_fisher_matches_hand_computation():
         assert probabilities(np.array([lo]))[0] == pytest.approx(indicator, abs=1e-12)
 
 
-def test_fisher_ignores_tokens_never_seen_and_empty_messages_are_even():
+def test_fisher_tokens_never_seen_are_neutral_and_empty_messages_are_even():
     counts = nb.Counts(docs=np.array([2, 2]), tf=np.array([[1, 0], [0, 0]]), df=np.array([[1, 0], [0, 0]]))
     odds = nb.log_odds(nb.Fisher(), counts, np.array([[0.0, 5.0], [0.0, 0.0]]))
     assert list(odds) == [0.0, 0.0]
@@ -76,8 +76,21 @@ def test_fisher_ignores_tokens_never_seen_and_empty_messages_are_even():
 def test_fisher_log_odds_keep_ranking_where_the_indicator_rounds_to_one():
     # columns: sum ln f, sum ln(1 - f), tokens; both rows overwhelmingly spam
     z = np.array([[-1.0, -3000.0, 1000], [-1.0, -2000.0, 1000]])
-    lo = nb.Fisher.combine(z)
+    lo = nb.Fisher().combine(z)
     assert np.all(np.isfinite(lo)) and lo[0] > lo[1] > 30
+
+
+@pytest.mark.parametrize("independence", [0.5, 0.25])
+def test_fisher_independence_counts_n_tokens_as_fewer_tests(independence: float) -> None:
+    """n tokens at independence c score as round(c n) tokens with the same mean ln f, ln(1 - f)."""
+    z = np.array([[-40.0, -300.0, 40], [-6.0, -2.0, 4], [-0.2, -2.5, 1]])
+    n = np.maximum(np.rint(z[:, 2] * independence), 1)
+    shrunk = np.column_stack([z[:, 0] * n / z[:, 2], z[:, 1] * n / z[:, 2], n])
+    np.testing.assert_allclose(nb.Fisher(independence=independence).combine(z), nb.Fisher(independence=1.0).combine(shrunk), rtol=1e-12)
+    # fewer tests: less sure, same side
+    full = nb.Fisher(independence=1.0).combine(z)
+    assert np.all(np.abs(nb.Fisher(independence=independence).combine(z)) <= np.abs(full) + 1e-12)
+    assert np.all(np.sign(nb.Fisher(independence=independence).combine(z)) == np.sign(full))
 
 
 def test_platt_fit_recovers_a_known_calibration():

@@ -160,13 +160,13 @@ def test_classify_reports_unreadable_messages_and_goes_on(model: Path, tmp_path:
 
 
 def test_explain_agrees_with_classify(model: Path, corpus: Corpus) -> None:
-    mail = make_mail("agenda for tuesday", "cheap project review, winner of the budget draft")
+    mail = make_mail("agenda for tuesday", "cheap project review, winner of the budget draft zzneverseen")
     [path] = write_files(model.parent / "explain", [mail])
     [scored] = json_lines(ok("classify", "-m", model, "--json", path))
     explained = json.loads(ok("inspect", "-m", model, "--explain", path, "--json").stdout)
     assert explained["id"] == str(path) and explained["verdict"] == scored["verdict"]
     assert explained["log_odds"] == pytest.approx(scored["log_odds"], abs=1e-9)
-    assert explained["tokens"]
+    assert explained["tokens"] and explained["unknown_tokens"] >= 1
 
 
 # --- the default model path ----------------------------------------------------------

@@ -1,6 +1,7 @@
 """The event models against scikit-learn, incremental counting, and one-message vs batch scoring."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from spamnb.tokens import Tokenizer
 from tests.conftest import labelled_messages, make_mail
 
 ALPHAS = (0.01, 0.5, 1.0, 2.5)
-OURS_AND_THEIRS = ((nb.Multinomial, MultinomialNB), (nb.Bernoulli, BernoulliNB))
+OURS_AND_THEIRS = ((functools.partial(nb.Multinomial, boolean=False), MultinomialNB), (nb.Bernoulli, BernoulliNB))
 
 
 def random_counts(seed: int, n: int = 60, v: int = 40, density: float = 0.15) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
@@ -56,6 +57,17 @@ def test_joint_log_likelihood_matches_scikit_learn(alpha: float, ours: type[nb.E
         jll = nb.joint_log_likelihood(model, counts, data)
         np.testing.assert_allclose(jll, reference.predict_joint_log_proba(data), rtol=0, atol=1e-9)
         np.testing.assert_allclose(nb.log_odds(model, counts, data), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> None:
+    X, y = random_counts(seed)
+    X_test, _ = random_counts(seed + 100, n=30)
+    binary = (X > 0).astype(np.float64)
+    reference = MultinomialNB(alpha=0.5).fit(binary, y)
+    model = nb.Multinomial(0.5)
+    assert model.boolean
+    jll = nb.joint_log_likelihood(model, counts_of(X, y), X_test)
+    np.testing.assert_allclose(jll, reference.predict_joint_log_proba((X_test > 0).astype(np.float64)), rtol=0, atol=1e-9)
 
 
 def test_counts_are_what_they_say() -> None:
@@ -142,7 +154,7 @@ UNSEEN = [
 ]
 
 
-@pytest.mark.parametrize(("event", "alpha"), [("multinomial", 1.0), ("bernoulli", 0.5), ("multinomial", 0.01)])
+@pytest.mark.parametrize(("event", "alpha"), [("multinomial", 1.0), ("bernoulli", 0.5), ("multinomial", 0.01), ("fisher", 0.01), ("fisher", 1.0)])
 def test_explain_equals_batch_scoring(event: str, alpha: float, tmp_path: Path) -> None:
     model = trained_model(event, alpha)
     path = str(tmp_path / "model.npz")
@@ -167,3 +179,65 @@ def test_batch_scoring_equals_the_joint_log_likelihood(event: str) -> None:
     scored = list(classifier.classify(model, [Message(str(i), m) for i, m in enumerate(UNSEEN)]))
     np.testing.assert_allclose([s.log_odds for s in scored], jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
     np.testing.assert_allclose([s.score for s in scored], 1 / (1 + np.exp(-(jll[:, 1] - jll[:, 0]))), rtol=1e-12)
+
+
+def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
+    """Each distinct unknown token adds (ln x, ln(1 - x), 1): the same as a seen token with f = x."""
+    model = trained_model("fisher", 0.01)
+    tokenize = Tokenizer(model.tokens)
+    known = make_mail("cheap pills", "winner winner prize lottery")
+    diluted = make_mail("cheap pills", "winner winner prize lottery zzqa zzqb zzqc zzqd zzqc")
+    e_known, e_diluted = model.explain(tokenize(known)), model.explain(tokenize(diluted))
+    assert e_diluted.unknown >= e_known.unknown + 4  # the new words (zzqc twice counts once) and their n-grams
+    assert list(e_known.tokens) == list(e_diluted.tokens)
+    # Neutral evidence makes the verdict less sure, never flips it.
+    assert 0 < e_diluted.log_odds < e_known.log_odds
+    event = model.scoring.event_model()
+    table, b = model.table(e_known.cols)
+    by_hand = table.sum(axis=0) + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
+    assert e_diluted.log_odds == pytest.approx(float(event.combine(by_hand[None, :], b)[0]), abs=1e-12)
+    # A message of unknown tokens only is exactly undecided.
+    assert model.explain(tokenize(b"Subject: zzqa\n\nzzqb zzqc\n")).log_odds == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("event", ["multinomial", "bernoulli"])
+def test_naive_bayes_leaves_unknown_tokens_out(event: str) -> None:
+    model = trained_model(event, 1.0)
+    tokenize = Tokenizer(model.tokens)
+    a = model.explain(tokenize(make_mail("cheap pills", "winner prize")))
+    b = model.explain(tokenize(make_mail("cheap pills", "winner prize zzqa zzqb")))
+    assert b.unknown > a.unknown and a.log_odds == pytest.approx(b.log_odds, abs=1e-12)
+
+
+def test_a_forgotten_token_scores_as_an_unknown_one() -> None:
+    """A column whose counts went back to zero is no evidence, the same as no column."""
+    model = trained_model("fisher", 0.01)
+    extra = Message("extra", make_mail("zzforgot", "zzforgot cheap"), "spam")
+    classifier.learn(model, [extra])
+    classifier.learn(model, [extra], forget=True)
+    vocab = model.growable()
+    assert vocab.lookup(["zzforgot"]) != [-1]
+    tokenize = Tokenizer(model.tokens)
+    msgs = [make_mail("winner", "prize zzforgot"), make_mail("winner", "prize zzother")]
+    batch = [s.log_odds for s in classifier.classify(model, [Message(str(i), m) for i, m in enumerate(msgs)])]
+    assert batch[0] == pytest.approx(batch[1], abs=1e-12)
+    assert model.explain(tokenize(msgs[0])).log_odds == pytest.approx(batch[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+def test_cross_validation_scores_a_fold_as_a_model_trained_without_it(event: str) -> None:
+    """Tokens only the held-out fold has are unknown to that fold's model, as they would be to `classify`."""
+    messages = [
+        *labelled_messages(12, seed=5),
+        Message("odd-spam-1", make_mail("cheap", "winner zzonly1 zzonly2"), "spam"),
+        Message("odd-ham-1", make_mail("agenda", "review zzonly3"), "ham"),
+    ]
+    scoring = Scoring(event=event)
+    scored, _ = classifier.cross_validate(messages, 3, Model().tokens, scoring)
+    by_id = {s.id: s.log_odds for s in scored}
+    for fold in range(3):
+        held = [m for m in messages if classifier.fold_of(m.id, 3) == fold]
+        model = Model(scoring=scoring)
+        classifier.learn(model, [m for m in messages if classifier.fold_of(m.id, 3) != fold])
+        got = [s.log_odds for s in classifier.classify(model, held)]
+        np.testing.assert_allclose(got, [by_id[m.id] for m in held], rtol=0, atol=1e-9)

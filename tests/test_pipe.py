@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb import classifier, headers, pipe, store
@@ -224,9 +224,10 @@ FORGED = {
     ),
     "the only header": (b"X-Spamnb: ham\n\nviagra casino\n", MARK + b"\nviagra casino\n"),
     "last line, no newline": (b"Subject: cheap pills casino winner\nX-Spamnb: ham", b"Subject: cheap pills casino winner\n" + MARK),
+    # (enough spam words that the junk line's two unknown tokens, neutral evidence, leave it spam)
     "after a junk line": (
-        b"Subject: cheap pills\njunk line\nX-Spamnb: ham\n\nviagra\n",
-        b"Subject: cheap pills\n" + MARK + b"junk line\n\nviagra\n",
+        b"Subject: cheap pills\njunk line\nX-Spamnb: ham\n\nviagra casino winner\n",
+        b"Subject: cheap pills\n" + MARK + b"junk line\n\nviagra casino winner\n",
     ),
     "behind an envelope": (
         ENVELOPE + b"\nX-Spamnb: ham\nSubject: cheap\n\nviagra\n",
@@ -429,6 +430,7 @@ MESSAGES = st.one_of(st.binary(max_size=200), mailish())
 
 @FAST
 @given(MESSAGES, st.sampled_from(["spam, score=1.0000", "ham, score=0.0012"]), st.sampled_from(["unsure, score=0.5000"]))
+@example(b"X-Spamnb:\nFrom ", "spam, score=1.0000", "unsure, score=0.5000")  # a forged verdict before a stray "From " line
 def test_stamp_properties(data: bytes, first: str, second: str) -> None:
     once = headers.stamp(data, first)
     # Exactly one verdict header, ours, in the header block.
@@ -462,3 +464,28 @@ def test_pipe_on_anything_is_a_verdict(model: Path, data: bytes) -> None:
     assert piped.err == ""
     assert headers.digest(piped.out) == headers.digest(data)
 
+
+
+def test_pipe_batch_and_explain_agree_on_messages_with_unknown_tokens(model: Path) -> None:
+    """The pipe (one message, mapped model), `classify` (batch) and `inspect --explain`
+    score a message the same, whatever share of its tokens the model has never seen."""
+    loaded = store.load(str(model))
+    mapped = store.load(str(model), scoring_only=True)
+    tokenize = Tokenizer(loaded.tokens)
+    mails = [
+        SPAM_MAIL,
+        HAM_MAIL,
+        UNSURE_MAIL,
+        make_mail("cheap pills", "viagra zzunknownone zzunknowntwo meeting\n"),
+        make_mail("meeting agenda", "project " + " ".join(f"zzword{i}" for i in range(40)) + "\n"),
+    ]
+    batch = list(classifier.classify(loaded, [Message(str(i), m) for i, m in enumerate(mails)]))
+    for mail, scored in zip(mails, batch, strict=True):
+        explained = mapped.explain(tokenize(mail))
+        assert explained.log_odds == pytest.approx(scored.log_odds, abs=1e-9)
+        out, status = pipe.filter_message(str(model), mail)
+        match = VERDICT.search(out)
+        assert match is not None and match.group(1).decode() == scored.verdict
+        assert float(match.group(2)) == pytest.approx(scored.score, abs=5e-5)
+        assert status == pipe.EXIT[scored.verdict]
+    assert explained.unknown > 30
