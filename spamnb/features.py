@@ -91,12 +91,21 @@ class SortedTokens:
         return bytes(self.blob[self.base : self.base + self.size])
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
-        n = len(self)
+        # The binary search is written out: through bisect and __getitem__ it took
+        # 10 ms of a 25 ms one-message pipe run (339 tokens, 140k-token model), inline 3 ms.
+        blob, base, off = self.blob, self.base, self.offsets
+        n = len(off) - 1
         out = []
         for t in tokens:
             key = t.encode("utf-8", "surrogatepass")
-            i = bisect.bisect_left(self, key)  # type: ignore[call-overload]
-            out.append(i if i < n and self[i] == key else -1)
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if blob[base + off[mid] : base + off[mid + 1] - 1] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out.append(lo if lo < n and blob[base + off[lo] : base + off[lo + 1] - 1] == key else -1)
         return out
 
 

@@ -12,7 +12,6 @@ continuation, so ours goes in before such a line, where every reader sees a head
 """
 from __future__ import annotations
 
-import hashlib
 import re
 
 VERDICT_NAME = b"X-Spamnb"
@@ -108,6 +107,8 @@ def digest(data: bytes) -> bytes:
     head = without_verdict(head)
     if not rest:
         head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith(b"\n") else head
+    import hashlib  # learning needs it, scoring does not: off the pipe's start-up
+
     fingerprint = hashlib.blake2b(len(head).to_bytes(8, "big"), digest_size=16)
     fingerprint.update(head)
     fingerprint.update(rest)
