@@ -419,7 +419,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         if as_json:
             click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "unknown_tokens": e.unknown, "tokens": rows}))
             continue
-        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (prior and absent tokens {e.bias:+.2f}; {e.unknown} distinct tokens unknown to the model)")
+        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (the rest, not carried by single tokens: prior, absent tokens, combining: {e.bias:+.2f}; {e.unknown} distinct tokens unknown to the model)")
         out.print(report.token_table("tokens that moved the verdict most", rows, weight_name="contribution"))
 
 
