@@ -26,33 +26,32 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 from spamnb import tokens as new_tokens  # noqa: E402
+from spamnb.sources import Message, read_index  # noqa: E402
 
 DEFAULT_INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index"))
 
 
 def reference_module(rev: str):
-    """spamnb/tokens.py as of `rev`, imported under another name."""
-    source = subprocess.run(["git", "-C", REPO, "show", f"{rev}:spamnb/tokens.py"], check=True, capture_output=True).stdout
-    with tempfile.NamedTemporaryFile("wb", suffix=".py", delete=False) as out:
-        out.write(source)
-    spec = importlib.util.spec_from_file_location("reference_tokens", out.name)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses looks its module up there
-    spec.loader.exec_module(module)
-    os.unlink(out.name)
+    """spamnb/tokens.py as of `rev`, imported under another name, beside its stopword list."""
+
+    def show(name: str) -> bytes:
+        return subprocess.run(["git", "-C", REPO, "show", f"{rev}:spamnb/{name}"], check=True, capture_output=True).stdout
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name in ("tokens.py", "stopwords.txt"):
+            with open(os.path.join(folder, name), "wb") as out:
+                out.write(show(name))
+        spec = importlib.util.spec_from_file_location("reference_tokens", os.path.join(folder, "tokens.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses looks its module up there
+        spec.loader.exec_module(module)
+        module.stopword_set()  # read the list while the folder exists (it is cached)
     return module
 
 
 def corpus(index: str) -> list[tuple[str, bytes]]:
-    root = os.path.dirname(os.path.abspath(index))
-    out = []
-    with open(index) as lines:
-        for line in lines:
-            fields = line.split()
-            if len(fields) == 2:
-                with open(os.path.join(root, fields[1]), "rb") as f:
-                    out.append((fields[1], f.read()))
-    return out
+    """(path, bytes) of every readable message of an index, through spamnb's own reader."""
+    return [(m.id, m.data) for m in read_index(index) if isinstance(m, Message)]
 
 
 def main() -> int:
