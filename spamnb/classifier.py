@@ -46,10 +46,6 @@ class LearnReport:
     never_learnt: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.learnt or self.moved or self.forgotten)
-
 
 # What forked workers need (the model's tokeniser, vocabulary and weights): set by
 # the parent just before it starts them, inherited through fork, never pickled.
@@ -75,6 +71,13 @@ def unknown_per_row(cols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """How many of each row's distinct tokens the vocabulary lacks (column < 0)."""
     row_of = np.repeat(np.arange(len(lengths)), lengths)
     return np.bincount(row_of[cols < 0], minlength=len(lengths))
+
+
+def class_of(message: Message) -> int:
+    """nb.HAM or nb.SPAM for a labelled message; an unlabelled one cannot be learnt."""
+    if message.label not in LABEL_CLASS:
+        raise ValueError(f"{message.id}: no class to learn it as")
+    return LABEL_CLASS[message.label]
 
 
 def chunk_size(jobs: int) -> int:
@@ -120,9 +123,7 @@ def learn(
                 if isinstance(item, Problem):
                     report.problems.append(item)
                     continue
-                if item.label not in LABEL_CLASS:
-                    raise ValueError(f"{item.id}: no class to learn it as")
-                cls = LABEL_CLASS[item.label]
+                cls = class_of(item)
                 key = headers.digest(item.data)
                 before = model.learnt.get(key)
                 changes: list[tuple[int, int]] = []  # (class, sign)
@@ -206,7 +207,7 @@ def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, rows: Rows, c
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
     which = np.asarray(change.which)
     lengths = rows.lengths[which]
-    pick = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in which]) if len(which) else np.zeros(0, np.int64)
+    pick = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in which])
     model.counts.add_flat(mapping[rows.cols[pick]], rows.counts[pick].astype(np.int64), lengths, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
     return mapping
@@ -290,8 +291,7 @@ def cross_validate(
                 if isinstance(item, Problem):
                     problems.append(item)
                     continue
-                if item.label not in LABEL_CLASS:
-                    raise ValueError(f"{item.id}: no class to learn it as")
+                class_of(item)
                 datas.append(item.data)
                 ids.append(item.id)
                 labels.append(item.label)

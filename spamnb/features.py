@@ -256,16 +256,3 @@ def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_fea
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.bincount(row_of, minlength=len(lengths)), out=indptr[1:])
     return scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
-
-
-def count_rows(docs: Sequence[Sequence[int]], n_features: int) -> scipy.sparse.csr_matrix:
-    """Sparse (len(docs), n_features) matrix of column counts; negative columns are dropped."""
-    import scipy.sparse  # the batch paths only: keeps the one-message pipe start-up small
-
-    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-    cols = np.fromiter((c for d in docs for c in d), dtype=np.int64, count=int(lengths.sum()))
-    rows = np.repeat(np.arange(len(docs)), lengths)
-    keep = cols >= 0
-    data = np.ones(int(keep.sum()), dtype=np.float64)
-    matrix = scipy.sparse.coo_matrix((data, (rows[keep], cols[keep])), shape=(len(docs), n_features))
-    return matrix.tocsr()

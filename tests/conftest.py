@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
 
+import numpy as np
 import pytest
+import scipy.sparse
 
 from spamnb.sources import Message
 
@@ -156,3 +158,13 @@ def corpus(tmp_path: Path) -> Corpus:
         ham_mbox=write_mbox(tmp_path / "ham.mbox", ham),
         index=index,
     )
+
+
+def count_rows(docs: Sequence[Sequence[int]], n_features: int) -> scipy.sparse.csr_matrix:
+    """Sparse (len(docs), n_features) matrix of column counts; negative columns are dropped."""
+    lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    cols = np.fromiter((c for d in docs for c in d), dtype=np.int64, count=int(lengths.sum()))
+    rows = np.repeat(np.arange(len(docs)), lengths)
+    keep = cols >= 0
+    data = np.ones(int(keep.sum()), dtype=np.float64)
+    return scipy.sparse.coo_matrix((data, (rows[keep], cols[keep])), shape=(len(docs), n_features)).tocsr()

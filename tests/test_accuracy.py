@@ -8,9 +8,9 @@ import pytest
 from scipy.stats import chi2
 
 from spamnb import classifier, nb
-from spamnb.features import count_rows
 from spamnb.model import Scoring, fit_platt, probabilities
 from spamnb.tokens import Tokenizer, domain_suffixes, received_tokens, url_tokens
+from tests.conftest import count_rows
 
 
 def test_chi2_tails_match_scipy_far_into_both_tails():

@@ -10,11 +10,11 @@ import scipy.sparse
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
 from spamnb import classifier, nb, store
-from spamnb.features import Vocabulary, count_rows
+from spamnb.features import Vocabulary
 from spamnb.model import Model, Scoring
 from spamnb.sources import Message
 from spamnb.tokens import Tokenizer
-from tests.conftest import labelled_messages, make_mail
+from tests.conftest import count_rows, labelled_messages, make_mail
 
 ALPHAS = (0.01, 0.5, 1.0, 2.5)
 OURS_AND_THEIRS = ((functools.partial(nb.Multinomial, boolean=False), MultinomialNB), (nb.Bernoulli, BernoulliNB))
