@@ -170,11 +170,7 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
             missing = [k for k in REQUIRED if k not in npz.files]
             if missing:
                 raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
-            if str(npz["format"]) != FORMAT:
-                raise ModelError(f"{path}: not a spamnb model (format {str(npz['format'])[:40]!r})")
-            version = int(npz["version"])
-            if version != VERSION:
-                raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
+            check_identity(path, npz["format"], npz["version"])
             arrays = {k: npz[k] for k in (*REQUIRED, "offsets") if k in npz.files}
             strays = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]  # raw bytes: no .npy
             if strays:
@@ -188,23 +184,41 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     return from_arrays(arrays, path, growable)
 
 
+def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
+    """The file says it is a spamnb model of the version this code reads."""
+    if str(fmt[()]) != FORMAT:
+        raise ModelError(f"{path}: not a spamnb model (format {str(fmt[()])[:40]!r})")
+    if int(version[()]) != VERSION:
+        raise ModelError(f"{path}: model format version {int(version[()])}, this spamnb reads version {VERSION}; retrain")
+
+
+def check_offsets(offsets: np.ndarray, blob_size: int) -> None:
+    if offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != blob_size + 1:
+        raise ValueError("token offsets do not fit the token blob")
+
+
+def check_shapes(n_tokens: int, tf: tuple[int, ...], df: tuple[int, ...], docs: tuple[int, ...], learnt: tuple[int, ...], learnt_class: tuple[int, ...]) -> None:
+    """Counts for every token of both classes, and one class for each 16-byte digest."""
+    if tf != (2, n_tokens) or df != tf or docs != (2,):
+        raise ValueError(f"count arrays of shapes {tf}, {df}, {docs} for {n_tokens} tokens")
+    if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
+        raise ValueError("learnt digests of the wrong shape")
+
+
 def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     try:
         blob = a["tokens"].tobytes()
         offsets = a.get("offsets")
-        if offsets is not None and (offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != len(blob) + 1):
-            raise ValueError("token offsets do not fit the token blob")
+        if offsets is not None:
+            check_offsets(offsets, len(blob))
         vocab = SortedTokens(blob, offsets)
         tf = a["tf"].astype(np.int64)
         df = a["df"].astype(np.int64)
         docs = a["docs"].astype(np.int64)
-        if tf.shape != (2, len(vocab)) or df.shape != tf.shape or docs.shape != (2,):
-            raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {len(vocab)} tokens")
+        learnt, learnt_class = a["learnt"], a["learnt_class"]
+        check_shapes(len(vocab), tf.shape, df.shape, docs.shape, learnt.shape, learnt_class.shape)
         if (docs < 0).any() or (tf < 0).any() or (df < 0).any():
             raise ValueError("negative counts")
-        learnt, learnt_class = a["learnt"], a["learnt_class"]
-        if learnt.ndim != 2 or learnt.shape[1:] != (16,) or learnt_class.shape != learnt.shape[:1]:
-            raise ValueError("learnt digests of the wrong shape")
         model = Model(
             tokens=TokenSettings.from_json(str(a["settings"])),
             scoring=Scoring.from_json(str(a["scoring"])),
@@ -270,27 +284,18 @@ def load_mapped(path: str) -> Model | None:
         # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
         return np.frombuffer(mm, dtype=dtype, count=count, offset=offset).reshape(shape, order="F" if fortran else "C")
 
-    if str(array("format")[()]) != FORMAT:
-        raise ModelError(f"{path}: not a spamnb model (format {str(array('format')[()])[:40]!r})")
-    version = int(array("version")[()])
-    if version != VERSION:
-        raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
+    check_identity(path, array("format"), array("version"))
     try:
         offsets = array("offsets")
         blob_at, blob_shape, _, _ = spans["tokens"]
-        if offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != blob_shape[0] + 1:
-            raise ValueError("token offsets do not fit the token blob")
+        check_offsets(offsets, blob_shape[0])
         vocab = SortedTokens(mm, offsets, base=blob_at, size=blob_shape[0])  # type: ignore[arg-type]
         tf, df = array("tf"), array("df")
         docs = array("docs").astype(np.int64)
-        if tf.shape != (2, len(vocab)) or df.shape != tf.shape or docs.shape != (2,):
-            raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {len(vocab)} tokens")
+        check_shapes(len(vocab), tf.shape, df.shape, docs.shape, spans["learnt"][1], spans["learnt_class"][1])
         # Counts are saved unsigned; signed ones could be negative: the full loader checks them.
         if tf.dtype.kind != "u" or df.dtype.kind != "u" or (docs < 0).any():
             raise ValueError("negative or signed counts")
-        learnt_shape, class_shape = spans["learnt"][1], spans["learnt_class"][1]
-        if len(learnt_shape) != 2 or learnt_shape[1:] != (16,) or class_shape != learnt_shape[:1]:
-            raise ValueError("learnt digests of the wrong shape")
         return Model(
             tokens=TokenSettings.from_json(str(array("settings")[()])),
             scoring=Scoring.from_json(str(array("scoring")[()])),
