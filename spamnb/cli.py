@@ -107,8 +107,15 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
 
 
 def token_options(fn: F) -> F:
-    fn = click.option("--ngram", type=click.IntRange(1, 5), default=None, help="Word n-gram order (new models only). [default: 1]")(fn)
-    fn = click.option("--stopwords/--no-stopwords", default=None, help="Drop English stopwords (new models only). [default: on]")(fn)
+    # The defaults shown are read from TokenSettings, so the help cannot drift from them.
+    from spamnb.tokens import TokenSettings
+
+    default = TokenSettings()
+    fn = click.option("--ngram", type=click.IntRange(1, 5), default=None, help=f"Word n-gram order (new models only). [default: {default.ngram}]")(fn)
+    fn = click.option(
+        "--stopwords/--no-stopwords", default=None,
+        help=f"Drop English stopwords (new models only). [default: {'on' if default.stopwords else 'off'}]",
+    )(fn)
     return fn
 
 

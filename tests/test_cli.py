@@ -328,3 +328,13 @@ def test_maildir_tmp_is_never_classified(model: Path, tmp_path: Path) -> None:
     maildir = tmp_path / "inbox"
     [only] = write_maildir(maildir, [make_mail("hi", "meeting")])
     assert [r["id"] for r in json_lines(ok("classify", "-m", model, "--json", maildir))] == [str(only)]
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_help_shows_the_tokeniser_defaults_a_new_model_gets(command: str) -> None:
+    from spamnb.tokens import TokenSettings
+
+    default = TokenSettings()
+    text = " ".join(ok(command, "--help").output.split())
+    assert f"Drop English stopwords (new models only). [default: {'on' if default.stopwords else 'off'}]" in text
+    assert f"Word n-gram order (new models only). [default: {default.ngram}]" in text
