@@ -22,10 +22,9 @@ import contextlib
 import mmap
 import os
 import struct
-import zipfile
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -139,6 +138,8 @@ def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
     `np.savez` of older NumPy releases that pyproject allows (1.25's, for one) has no
     `allow_pickle`: it would store the flag as one more array and pickle objects.
     """
+    import zipfile  # off the pipe's start-up (see zip_directory)
+
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, array in arrays.items():
             with archive.open(name + ".npy", "w", force_zip64=True) as member:
@@ -162,6 +163,8 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
             mapped = None
         if mapped is not None:
             return mapped
+    import zipfile  # np.load imports it anyway; here for BadZipFile
+
     try:
         npz = np.load(path, allow_pickle=False)
         if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
@@ -233,7 +236,42 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     return model
 
 
-LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local header: 30 bytes
+# The zip records the mapped loader reads itself: importing zipfile (with shutil and
+# threading) was 4 ms of the one-message pipe's start-up.  Anything it does not
+# expect (a comment, ZIP64 sizes, a compressed member) goes to the full loader.
+LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's local header: 30 bytes, then name and extra
+CENTRAL_ENTRY = struct.Struct("<4s4B4HL2L5H2L")  # a central directory entry: 46 bytes, then name, extra, comment
+END_RECORD = struct.Struct("<4s4H2LH")  # end of central directory: 22 bytes, then the comment
+STORED = 0
+ZIP64_MARK = 0xFFFFFFFF
+
+
+class Member(NamedTuple):
+    header_offset: int
+    size: int
+    crc: int
+    stored: bool
+
+
+def zip_directory(mm: mmap.mmap) -> dict[str, Member] | None:
+    """The members of a zip archive without a comment, by name; None for any other file."""
+    if len(mm) < END_RECORD.size:
+        return None
+    sig, _, _, _, entries, _, start, comment = END_RECORD.unpack_from(mm, len(mm) - END_RECORD.size)
+    if sig != b"PK\x05\x06" or comment or start == ZIP64_MARK:
+        return None
+    members = {}
+    for _ in range(entries):
+        fields = CENTRAL_ENTRY.unpack_from(mm, start)
+        if fields[0] != b"PK\x01\x02":
+            return None
+        crc, packed, size, name_len, extra_len, comment_len, offset = *fields[9:14], fields[14], fields[-1]
+        if ZIP64_MARK in (packed, size, offset):
+            return None
+        name = bytes(mm[start + CENTRAL_ENTRY.size : start + CENTRAL_ENTRY.size + name_len]).decode("utf-8")
+        members[name] = Member(offset, size, crc, fields[6] == STORED and packed == size)
+        start += CENTRAL_ENTRY.size + name_len + extra_len + comment_len
+    return members
 
 
 def load_mapped(path: str) -> Model | None:
@@ -249,11 +287,11 @@ def load_mapped(path: str) -> Model | None:
     except FileNotFoundError as err:
         raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
     with file:
-        directory = {info.filename: info for info in zipfile.ZipFile(file).infolist()}
-        names = [*REQUIRED, "offsets"]
-        if any(f"{k}.npy" not in directory or directory[f"{k}.npy"].compress_type != zipfile.ZIP_STORED for k in names):
-            return None
         mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        directory = zip_directory(mm)
+        names = [*REQUIRED, "offsets"]
+        if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
+            return None
         spans = {}
         for k in names:
             info = directory[f"{k}.npy"]
@@ -262,7 +300,7 @@ def load_mapped(path: str) -> Model | None:
                 return None
             start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
             # A damaged file must fail, not score: the members' checksums cost ~1 ms per MB.
-            if zlib.crc32(memoryview(mm)[start : start + info.file_size]) != info.CRC:
+            if zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
                 raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
             file.seek(start)
             version = np.lib.format.read_magic(file)

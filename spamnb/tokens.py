@@ -11,7 +11,6 @@ import codecs
 import dataclasses
 import email.header
 import email.message
-import email.parser
 import functools
 import itertools
 import json
@@ -163,6 +162,8 @@ def parse_bounded(data: bytes) -> email.message.Message:
     simple = parse_single_part(text)
     if simple is not None:
         return simple
+    import email.parser  # only multipart mail needs the full parser: off the pipe's start-up
+
     factory = functools.partial(BoundedMessage, parts=itertools.count())
     return email.parser.Parser(factory, policy=compat32).parsestr(text)
 

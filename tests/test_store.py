@@ -1,6 +1,7 @@
 """The model file: round trip, incremental training through the file, and refusing bad files."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spamnb import classifier, store
 from spamnb.model import Model, Scoring
@@ -254,3 +257,49 @@ def test_one_message_model_scores_like_make_mail(tmp_path: Path) -> None:
     store.save(model, path)
     [result] = classifier.classify(store.load(path), [Message("x", make_mail("cheap", "cheap pills"))])
     assert result.log_odds > 0
+
+
+def directory_of(path: str) -> dict[str, store.Member] | None:
+    import mmap
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return store.zip_directory(mm)
+
+
+def test_zip_directory_reads_a_saved_model_as_zipfile_does(saved: tuple[Model, str]) -> None:
+    _, path = saved
+    with zipfile.ZipFile(path) as z:
+        expected = {i.filename: store.Member(i.header_offset, i.file_size, i.CRC, i.compress_type == zipfile.ZIP_STORED) for i in z.infolist()}
+    assert directory_of(path) == expected
+    assert store.load(path, scoring_only=True).scoring_only  # the mapped loader took it
+
+
+def rezip(path: str, out: Path, compression: int = zipfile.ZIP_STORED, comment: bytes = b"") -> str:
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", compression) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+        dst.comment = comment
+    return str(out)
+
+
+@pytest.mark.parametrize("how", [{"compression": zipfile.ZIP_DEFLATED}, {"comment": b"made elsewhere"}], ids=["compressed", "comment"])
+def test_a_zip_the_mapped_loader_does_not_expect_goes_to_the_full_loader(saved: tuple[Model, str], tmp_path: Path, how: dict) -> None:
+    model, path = saved
+    other = rezip(path, tmp_path / "other.npz", **how)
+    loaded = store.load(other, scoring_only=True)
+    assert not loaded.scoring_only  # read whole, not mapped
+    assert loaded.vocab.lookup(["subject:free", "nothing"]) == model.vocab.lookup(["subject:free", "nothing"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=0), flip=st.integers(min_value=0), byte=st.integers(0, 255))
+def test_a_damaged_directory_is_a_model_error_or_a_model(saved: tuple[Model, str], tmp_path: Path, cut: int, flip: int, byte: int) -> None:
+    """Whatever the bytes of the directory at the end of the file, loading gives a model or a ModelError."""
+    _, path = saved
+    data = bytearray(Path(path).read_bytes())
+    tail = 400  # the central directory and end record of this small model
+    data[len(data) - 1 - flip % tail] = byte
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data[: len(data) - cut % 50]))
+    with contextlib.suppress(ModelError):
+        store.load(str(bad), scoring_only=True)
