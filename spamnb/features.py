@@ -79,6 +79,7 @@ class SortedTokens:
         if isinstance(offsets, np.ndarray):
             offsets = as_ints(offsets)
         self.offsets = offsets
+        self._landmarks: tuple[list[bytes], int] | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -90,15 +91,33 @@ class SortedTokens:
         """The whole blob as bytes."""
         return bytes(self.blob[self.base : self.base + self.size])
 
+    # About this many evenly spaced tokens, read once: a bisect in C over them narrows
+    # each search to the tokens between two of them, so the search written out below
+    # takes 7 steps instead of 17 in a 140k-token model (490 tokens: 7-15 ms -> 4.6 ms,
+    # landmarks included; a 1M-token model reads no more of them).
+    LANDMARKS = 1024
+
+    def landmarks(self) -> tuple[list[bytes], int]:
+        """The landmark tokens and the stride between them."""
+        if self._landmarks is None:
+            blob, base, off = self.blob, self.base, self.offsets
+            stride = max(1, -(-len(self) // self.LANDMARKS))
+            marks = [blob[base + off[i] : base + off[i + 1] - 1] for i in range(0, len(self), stride)]
+            self._landmarks = marks, stride
+        return self._landmarks
+
     def lookup(self, tokens: Iterable[str]) -> list[int]:
         # The binary search is written out: through bisect and __getitem__ it took
         # 10 ms of a 25 ms one-message pipe run (339 tokens, 140k-token model), inline 3 ms.
         blob, base, off = self.blob, self.base, self.offsets
         n = len(off) - 1
+        marks, stride = self.landmarks()
         out = []
         for t in tokens:
             key = t.encode("utf-8", "surrogatepass")
-            lo, hi = 0, n
+            # Landmark j-1 sorts before the key, landmark j not: the answer lies between them.
+            j = bisect.bisect_left(marks, key)
+            lo, hi = max(j - 1, 0) * stride + (j > 0), min(j * stride, n)
             while lo < hi:
                 mid = (lo + hi) >> 1
                 if blob[base + off[mid] : base + off[mid + 1] - 1] < key:

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
 from spamnb import classifier, nb, store
@@ -241,3 +243,21 @@ def test_cross_validation_scores_a_fold_as_a_model_trained_without_it(event: str
         classifier.learn(model, [m for m in messages if classifier.fold_of(m.id, 3) != fold])
         got = [s.log_odds for s in classifier.classify(model, held)]
         np.testing.assert_allclose(got, [by_id[m.id] for m in held], rtol=0, atol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    known=st.sets(st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), min_size=1, max_size=6), max_size=60),
+    asked=st.lists(st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), min_size=1, max_size=6), max_size=30),
+    landmarks=st.integers(1, 8),
+)
+def test_sorted_tokens_find_what_a_dictionary_finds(known: set[str], asked: list[str], landmarks: int) -> None:
+    """The landmark-narrowed binary search over the blob finds each token's column, and -1 for the rest."""
+    from spamnb.features import SortedTokens
+
+    ordered = sorted(known, key=lambda t: t.encode())
+    vocab = SortedTokens(b"\n".join(t.encode() for t in ordered))
+    vocab.LANDMARKS = landmarks
+    column = {t: i for i, t in enumerate(ordered)}
+    queries = [*asked, *ordered]
+    assert vocab.lookup(queries) == [column.get(t, -1) for t in queries]
