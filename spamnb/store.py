@@ -170,6 +170,7 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
         if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
             raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
         with npz:
+            check_expansion(path, npz.zip.infolist())
             missing = [k for k in REQUIRED if k not in npz.files]
             if missing:
                 raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
@@ -185,6 +186,19 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, zipfile.BadZipFile) as err:
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
     return from_arrays(arrays, path, growable)
+
+
+# We store members uncompressed; a foreign file may compress them, but one that would
+# inflate past this size at more than this ratio is a zip bomb, refused unread.
+MAX_INFLATED = 1 << 24
+MAX_RATIO = 50
+
+
+def check_expansion(path: str, members: list) -> None:
+    """No member of the archive inflates to MAX_RATIO times its size and more than MAX_INFLATED bytes."""
+    for info in members:
+        if info.file_size > MAX_INFLATED and info.file_size > MAX_RATIO * info.compress_size:
+            raise ModelError(f"{path}: not a spamnb model ({info.filename} would inflate {info.compress_size:,} bytes to {info.file_size:,})")
 
 
 def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:

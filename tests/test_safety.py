@@ -232,6 +232,22 @@ def npy_claiming(shape: tuple[int, ...]) -> bytes:
     return out.getvalue() + bytes(100)
 
 
+def zip_bomb(good: Path, path: Path) -> None:
+    """The model with its counts replaced by 64 MB of zeros, deflated to 64 kB."""
+    arrays = model_arrays(good)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<u4", "fortran_order": False, "shape": (2, 2**23)})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                if name != "tf":
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+                    continue
+                member.write(header.getvalue())
+                for _ in range(2**26 // 2**22):
+                    member.write(bytes(2**22))
+
+
 def altered(**changes: np.ndarray | bytes) -> Callable[[Path, Path], None]:
     def make(good: Path, path: Path) -> None:
         write_npz(path, {**model_arrays(good), **changes})
@@ -297,6 +313,7 @@ DAMAGED = {
     "tokens not UTF-8": altered(tokens=np.frombuffer(b"\xff\xfe\nzz", np.uint8)),
     "an array claiming 8 TB": altered(tf=npy_claiming((2, 10**12))),
     "a member that is no npy": altered(df=b"just text"),
+    "a zip bomb": zip_bomb,
 }
 
 
@@ -387,3 +404,11 @@ def test_a_plain_pickle_as_the_model_runs_no_code(tmp_path: Path) -> None:
     assert_failed_open(run_pipe(path, SPAM_MAIL), SPAM_MAIL, str(path))
     assert not marker.exists()
 
+
+
+def test_a_zip_bomb_is_refused_before_it_is_inflated(good_model: Path, tmp_path: Path) -> None:
+    path = tmp_path / "bomb.npz"
+    zip_bomb(good_model, path)
+    assert path.stat().st_size < 2**21
+    with pytest.raises(store.ModelError, match=r"tf\.npy would inflate [\d,]+ bytes to 67,108,992"):
+        store.load(str(path))
