@@ -5,7 +5,8 @@ import dataclasses
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -126,16 +127,29 @@ def probabilities(log_odds: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -log_odds))
 
 
-@dataclass
 class Model:
-    tokens: TokenSettings = field(default_factory=TokenSettings)
-    scoring: Scoring = field(default_factory=Scoring)
-    vocab: Vocabulary | SortedTokens | GrowingSorted = field(default_factory=Vocabulary)
-    counts: nb.Counts = field(default_factory=nb.Counts.empty)
-    # message digest -> class (nb.HAM / nb.SPAM) of every message learnt
-    learnt: dict[bytes, int] = field(default_factory=dict)
-    # Opened for scoring only (learnt digests not read, arrays mapped read-only): never saved.
-    scoring_only: bool = False
+    """Tokeniser settings, scoring defaults, vocabulary and counts: what a model file holds.
+
+    `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
+    `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
+    read-only), never saved.  (A plain class: see nb.Counts.)
+    """
+
+    def __init__(
+        self,
+        tokens: TokenSettings | None = None,
+        scoring: Scoring | None = None,
+        vocab: Vocabulary | SortedTokens | GrowingSorted | None = None,
+        counts: nb.Counts | None = None,
+        learnt: dict[bytes, int] | None = None,
+        scoring_only: bool = False,
+    ) -> None:
+        self.tokens = tokens if tokens is not None else TokenSettings()
+        self.scoring = scoring if scoring is not None else Scoring()
+        self.vocab = vocab if vocab is not None else Vocabulary()
+        self.counts = counts if counts is not None else nb.Counts.empty()
+        self.learnt = learnt if learnt is not None else {}
+        self.scoring_only = scoring_only
 
     def growable(self) -> Vocabulary:
         if isinstance(self.vocab, GrowingSorted):
@@ -197,8 +211,7 @@ class Model:
         return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), unknown)
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(NamedTuple):
     """Per known token: its column, its count in the message and its share of the log-odds;
     and how many distinct tokens were unknown."""
 
