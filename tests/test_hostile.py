@@ -31,7 +31,7 @@ from spamnb.classifier import Scored
 from spamnb.cli import cli
 from spamnb.model import Model
 from spamnb.sources import Problem
-from spamnb.tokens import Tokenizer, host_names
+from spamnb.tokens import Tokenizer, host_names, received_parts, received_tokens
 from tests.conftest import ENVELOPE, make_mail, mboxrd
 from tests.test_pipe import FAST, HAM_MAIL, SPAM_MAIL, run_pipe, small_model, verdict_of
 
@@ -405,3 +405,10 @@ HOST_REGEX = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.I)
 @given(st.text(alphabet="ab1-. [(Z", max_size=40))
 def test_host_names_are_those_of_the_backtracking_regex(text: str) -> None:
     assert host_names(text) == [m.group() for m in HOST_REGEX.finditer(text)]
+
+
+@FAST
+@given(st.lists(st.sampled_from(["1", "19", "192", ".", "a", "ab", "-", "_", " ", "[", "(", "Z", "mail", "com"]), max_size=30).map("".join))
+def test_received_tokens_by_dotted_runs_are_those_of_the_whole_field(text: str) -> None:
+    networks, domains = received_parts(text)
+    assert received_tokens(text) == networks + domains
