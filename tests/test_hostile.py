@@ -15,6 +15,7 @@ import os
 import random
 import re
 import signal
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -394,6 +395,18 @@ def test_mbox_blocks_agree_with_lines(lines: list[bytes], block: int) -> None:
     with mock.patch.object(sources, "BLOCK", block):
         got = [m.data for m in sources.read_mbox(io.BytesIO(data), "box")]
     assert got == mbox_by_lines(data)
+
+
+@FAST
+@given(st.lists(MBOX_LINES, max_size=30), st.sampled_from([2, 64, 1 << 16]))
+def test_a_file_with_an_envelope_reads_as_its_mbox(lines: list[bytes], block: int) -> None:
+    """read_file's one-message shortcut against read_mbox, files over a block included."""
+    data = ENVELOPE + b"\n" + b"".join(lines)
+    with tempfile.TemporaryDirectory() as folder, mock.patch.object(sources, "BLOCK", block):
+        path = os.path.join(folder, "mail")
+        with open(path, "wb") as f:
+            f.write(data)
+        assert list(sources.read_file(path)) == list(sources.read_mbox(io.BytesIO(data), path))
 
 
 # --- host names in Received headers: the regex's answers in linear time ---------------------
