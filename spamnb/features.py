@@ -264,4 +264,8 @@ def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_fea
         cols, counts, row_of = cols[keep], counts[keep], row_of[keep]
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.bincount(row_of, minlength=len(lengths)), out=indptr[1:])
-    return scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
+    X = scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
+    # Sorted once here rather than by each product and row selection made from X (the
+    # calibration at the end of train sorted 15 times: 0.13 s of CPU on the corpus).
+    X.sort_indices()
+    return X

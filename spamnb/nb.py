@@ -281,7 +281,13 @@ def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
         return top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
 
 
-def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
+# Terms per block of rows.  A block is as wide as its largest n, and the rows' n are
+# spread (median 129, largest 5,859 on the corpus), so large blocks are mostly padding:
+# 2^21 took 0.106 s for the corpus's 6,046 rows, 2^17 0.037 s (log values within 6e-14).
+CHI2_BLOCK = 1 << 17
+
+
+def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = CHI2_BLOCK) -> tuple[np.ndarray, np.ndarray]:
     """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi.
 
     For even degrees of freedom Q = e^-m sum_{i<n} m^i / i! with m = chi / 2 (exact, a
