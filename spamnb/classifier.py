@@ -62,15 +62,7 @@ def _score(datas: list[bytes]) -> np.ndarray:
     """Worker task: raw messages -> log-odds under the model."""
     rows = _tokenize_rows(datas)
     mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
-    cols = mapping[rows.cols]
-    X = rows_matrix(cols, rows.counts, rows.lengths, _WORK["n_features"])
-    return nb.batch_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], X, unknown_per_row(cols, rows.lengths))
-
-
-def unknown_per_row(cols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """How many of each row's distinct tokens the vocabulary lacks (column < 0)."""
-    row_of = np.repeat(np.arange(len(lengths)), lengths)
-    return np.bincount(row_of[cols < 0], minlength=len(lengths))
+    return nb.flat_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], mapping[rows.cols], rows.counts, rows.lengths)
 
 
 def class_of(message: Message) -> int:
@@ -234,7 +226,7 @@ def classify(
     vocab = model.growable()
     table, b = model.table()
     _WORK.clear()
-    _WORK.update(tokenize=Tokenizer(model.tokens), vocab=vocab, n_features=len(vocab), table=table, b=b, event=model.scoring.event_model())
+    _WORK.update(tokenize=Tokenizer(model.tokens), vocab=vocab, table=table, b=b, event=model.scoring.event_model())
     batches: deque[list[Item]] = deque()
 
     def tasks() -> Iterator[list[bytes]]:

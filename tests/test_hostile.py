@@ -15,6 +15,7 @@ import os
 import random
 import re
 import signal
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from spamnb.classifier import Scored
 from spamnb.cli import cli
 from spamnb.model import Model
 from spamnb.sources import Problem
-from spamnb.tokens import Tokenizer, host_names
+from spamnb.tokens import Tokenizer, host_names, received_parts, received_tokens
 from tests.conftest import ENVELOPE, make_mail, mboxrd
 from tests.test_pipe import FAST, HAM_MAIL, SPAM_MAIL, run_pipe, small_model, verdict_of
 
@@ -396,6 +397,18 @@ def test_mbox_blocks_agree_with_lines(lines: list[bytes], block: int) -> None:
     assert got == mbox_by_lines(data)
 
 
+@FAST
+@given(st.lists(MBOX_LINES, max_size=30), st.sampled_from([2, 64, 1 << 16]))
+def test_a_file_with_an_envelope_reads_as_its_mbox(lines: list[bytes], block: int) -> None:
+    """read_file's one-message shortcut against read_mbox, files over a block included."""
+    data = ENVELOPE + b"\n" + b"".join(lines)
+    with tempfile.TemporaryDirectory() as folder, mock.patch.object(sources, "BLOCK", block):
+        path = os.path.join(folder, "mail")
+        with open(path, "wb") as f:
+            f.write(data)
+        assert list(sources.read_file(path)) == list(sources.read_mbox(io.BytesIO(data), path))
+
+
 # --- host names in Received headers: the regex's answers in linear time ---------------------
 
 HOST_REGEX = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.I)
@@ -405,3 +418,10 @@ HOST_REGEX = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.I)
 @given(st.text(alphabet="ab1-. [(Z", max_size=40))
 def test_host_names_are_those_of_the_backtracking_regex(text: str) -> None:
     assert host_names(text) == [m.group() for m in HOST_REGEX.finditer(text)]
+
+
+@FAST
+@given(st.lists(st.sampled_from(["1", "19", "192", ".", "a", "ab", "-", "_", " ", "[", "(", "Z", "mail", "com"]), max_size=30).map("".join))
+def test_received_tokens_by_dotted_runs_are_those_of_the_whole_field(text: str) -> None:
+    networks, domains = received_parts(text)
+    assert received_tokens(text) == networks + domains

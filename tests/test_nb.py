@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
 from spamnb import classifier, nb, store
-from spamnb.features import Vocabulary
+from spamnb.features import Vocabulary, local_rows, rows_matrix
 from spamnb.model import Model, Scoring
 from spamnb.sources import Message
 from spamnb.tokens import Tokenizer
@@ -134,6 +135,34 @@ def test_one_class_model_is_refused() -> None:
 def test_count_rows_drops_unknown_columns_and_sums_repeats() -> None:
     rows = count_rows([[0, 2, 2, -1], [], [1]], 3)
     np.testing.assert_array_equal(rows.toarray(), [[1, 0, 2], [0, 0, 0], [0, 1, 0]])
+
+
+TOKEN_LISTS = st.lists(st.lists(st.sampled_from(["a", "b", "c", "dd", "e-e", "ü", "f"]), max_size=12), max_size=8)
+
+
+@given(TOKEN_LISTS)
+def test_local_rows_are_each_messages_token_counts(token_lists: list[list[str]]) -> None:
+    rows = local_rows(token_lists)
+    assert rows.tokens == list(dict.fromkeys(t for tokens in token_lists for t in tokens))
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    for i, tokens in enumerate(token_lists):
+        part = slice(starts[i], starts[i + 1])
+        assert dict(zip([rows.tokens[c] for c in rows.cols[part]], rows.counts[part].tolist(), strict=True)) == Counter(tokens)
+
+
+@settings(max_examples=60)
+@given(TOKEN_LISTS, st.sampled_from(["fisher", "multinomial", "bernoulli"]), st.integers(0, 3))
+def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[str]], event: str, seed: int) -> None:
+    """Batch classify's numpy scoring against nb.batch_log_odds on the scipy matrix, tokens
+    the vocabulary lacks included."""
+    X, y = random_counts(seed, v=5)
+    model = nb.event_model(event)
+    table, b = model.table(counts_of(X, y))
+    rows = local_rows(token_lists)
+    cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(rows.tokens), dtype=np.int64)[rows.cols]
+    unknown = np.bincount(np.repeat(np.arange(len(rows.lengths)), rows.lengths)[cols < 0], minlength=len(rows.lengths))
+    expected = nb.batch_log_odds(model, table, b, rows_matrix(cols, rows.counts, rows.lengths, 5), unknown)
+    np.testing.assert_array_equal(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths), expected)
 
 
 def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import email.message
 import time
 from email.message import EmailMessage
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamnb.tokens import Tokenizer, TokenSettings, stopword_set
+from spamnb.tokens import BoundedMessage, Tokenizer, TokenSettings, stopword_set
 from tests.conftest import ENVELOPE, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
@@ -260,6 +261,29 @@ def test_arbitrary_bytes_never_raise_and_tokens_have_no_whitespace(data: bytes) 
         assert all(t and not any(c.isspace() for c in t) for t in tokens)
     for gram in Tokenizer(TokenSettings(ngram=3))(data):
         assert gram and "\n" not in gram and "\r" not in gram
+
+
+def test_bounded_message_look_ups_follow_every_change_to_its_fields() -> None:
+    """BoundedMessage finds fields through an index; the email package's Message scans them."""
+    ours, theirs = BoundedMessage(), email.message.Message()
+    changes = [
+        lambda m: [m.set_raw("Subject", "one"), m.set_raw("X-A", "1"), m.set_raw("subject", "two")],
+        lambda m: m.replace_header("x-a", "2"),
+        lambda m: m.__delitem__("SUBJECT"),
+        lambda m: m.__setitem__("Subject", "three"),
+        lambda m: m.set_type("text/html"),
+        lambda m: m.set_param("charset", "utf-8"),
+        lambda m: m.add_header("X-B", "b"),
+        lambda m: m.__delitem__("x-a"),
+    ]
+    for change in changes:
+        change(ours)
+        change(theirs)
+        for name in ("subject", "X-A", "x-b", "Content-Type", "missing"):
+            assert ours.get(name) == theirs.get(name)
+            assert (name in ours) == (name in theirs)
+        assert ours.get_content_type() == theirs.get_content_type()
+        assert ours.get_content_charset() == theirs.get_content_charset()
 
 
 # --- the single-part fast path agrees with the email package's parser ----------------------
