@@ -23,8 +23,32 @@ from dataclasses import dataclass
 # (with its header registry: 10 ms of the one-message pipe's start-up).
 from email._policybase import Policy, compat32
 from functools import cache
+from typing import Any
 
 from spamnb import headers as message_headers
+
+
+class Lazy:
+    """A regular expression compiled when first used.
+
+    Compiling this module's patterns took 6 ms at import, a tenth of what the
+    one-message pipe adds to `import numpy`, and most messages use half of them
+    (CJK alone took 2.5 ms; only text in those scripts needs it).
+    """
+
+    METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "split")
+
+    def __init__(self, pattern: str | bytes, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only before the first use: the compiled pattern's methods then sit in
+        # this object's __dict__, found as fast as on the pattern itself.
+        compiled = re.compile(self.pattern, self.flags)
+        for method in self.METHODS:
+            setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
 
 # Our own verdict header: never evidence, since anyone can forge it.
 VERDICT_HEADER = "x-spamnb"
@@ -64,13 +88,10 @@ class TokenSettings:
         return cls(**data)
 
 
-# Letters and digits, joined by inner apostrophes, dots and hyphens so that
-# "don't", "e-mail", "192.0.2.1" and "example.com" stay whole.
-WORD = re.compile(r"[^\W_]+(?:['.\-][^\W_]+)*")
-
-
-def word_pattern(letter: str, at_least_two: bool) -> re.Pattern[str]:
-    """WORD with `letter` for `[^\\W_]`, possessive (the same matches, nothing to backtrack into); with
+def word_pattern(letter: str, at_least_two: bool) -> Lazy:
+    """A word: runs of `letter` (`[^\\W_]`, letters and digits) joined by inner
+    apostrophes, dots and hyphens, so that "don't", "e-mail", "192.0.2.1" and
+    "example.com" stay whole; possessive (the same matches, nothing to backtrack into); with
     `at_least_two`, only its matches of two or more characters.
 
     A one-letter word is a letter followed by neither a letter nor a joiner and a
@@ -78,8 +99,8 @@ def word_pattern(letter: str, at_least_two: bool) -> re.Pattern[str]:
     second letter on a word's letters are followed by the same as the first's.
     """
     if at_least_two:
-        return re.compile(rf"{letter}(?:{letter}++|(?=['.\-]{letter}))(?:['.\-]{letter}++)*+")
-    return re.compile(rf"{letter}++(?:['.\-]{letter}++)*+")
+        return Lazy(rf"{letter}(?:{letter}++|(?=['.\-]{letter}))(?:['.\-]{letter}++)*+")
+    return Lazy(rf"{letter}++(?:['.\-]{letter}++)*+")
 
 
 # On ASCII text `[^\W_]` is `[a-zA-Z0-9]`, which the regex engine tests faster (findall
@@ -88,19 +109,19 @@ ASCII_LETTER = "[a-zA-Z0-9]"
 UNICODE_LETTER = r"[^\W_]"
 # Scripts written without spaces between words: a run of them becomes character
 # bigrams, the usual unit for Chinese and Japanese text.
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
+CJK = Lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
 # A tag may not hold `<`: with `<[^>]*>` a megabyte of unclosed `<` took quadratic time.
-TAG = re.compile(r"<[^<>]*>")
+TAG = Lazy(r"<[^<>]*>")
 # Openers and closers of the parts of a page nobody sees (see `strip_invisible`).
-INVISIBLE_OPEN = re.compile(r"<(script|style)\b|<!--", re.I)
+INVISIBLE_OPEN = Lazy(r"<(script|style)\b|<!--", re.I)
 INVISIBLE_CLOSE = {
-    "script": re.compile(r"</script\s*>", re.I),
-    "style": re.compile(r"</style\s*>", re.I),
-    "": re.compile(r"-->"),
+    "script": Lazy(r"</script\s*>", re.I),
+    "style": Lazy(r"</style\s*>", re.I),
+    "": Lazy(r"-->"),
 }
-ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
+ENCODED_WORD = Lazy(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
 # Adjacent encoded words, decoded together (RFC 2047 drops the space between them).
-ENCODED_RUN = re.compile(rf"{ENCODED_WORD.pattern}(?:\s+{ENCODED_WORD.pattern})*")
+ENCODED_RUN = Lazy(rf"{ENCODED_WORD.pattern}(?:\s+{ENCODED_WORD.pattern})*")
 # Pure-Python codecs, quadratic in their input (punycode: 5 s for 200 kB); no mail
 # is written in them, so a part claiming one is decoded as undeclared 8-bit text.
 SLOW_CODECS = frozenset({"punycode", "idna"})
@@ -121,7 +142,7 @@ MAX_HEADER_CHARS = 16_384  # per header value, folded lines included
 # the value (60 parts of 16 kB of `;` in quotes took 27 s); real ones are short.
 MAX_CONTENT_TYPE_CHARS = 1_024
 # Line ends as the email package splits lines.
-LINE_END = re.compile(rb"\r\n|\r|\n")
+LINE_END = Lazy(rb"\r\n|\r|\n")
 
 
 class TooManyParts(Exception):
@@ -220,15 +241,15 @@ LINE_REST = r"[^\r\n]*+(?:\r\n|\r|\n|\Z)"
 LINE_REST_LF = r".*+(?:\n|\Z)"
 
 
-def field_patterns(line_rest: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+def field_patterns(line_rest: str) -> tuple[Lazy, Lazy]:
     """A field (its name and colon, the rest of its line and its continuation lines), and a run of them."""
-    field = re.compile(rf"([\041-\071\073-\176]++):({line_rest}(?:[\t ]{line_rest})*+)")
-    return field, re.compile(rf"(?:{field.pattern})*+")
+    field = Lazy(rf"([\041-\071\073-\176]++):({line_rest}(?:[\t ]{line_rest})*+)")
+    return field, Lazy(rf"(?:{field.pattern})*+")
 
 
 HEADER_FIELD, HEADER_FIELDS = field_patterns(LINE_REST)
 HEADER_FIELD_LF, HEADER_FIELDS_LF = field_patterns(LINE_REST_LF)
-BLANK = re.compile(r"\r\n|\r|\n")
+BLANK = Lazy(r"\r\n|\r|\n")
 
 
 def parse_single_part(text: str) -> BoundedMessage | None:
@@ -278,7 +299,7 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
         return data.decode("latin-1")
 
 
-SURROGATE = re.compile("[\udc80-\udcff]")
+SURROGATE = Lazy("[\udc80-\udcff]")
 
 
 def decode_header_value(value: str) -> str:
@@ -463,19 +484,19 @@ class Tokenizer:
         return out
 
 
-URL = re.compile(r"(?:https?|ftp)://([^\s/\"'<>?#:]+)(?::\d+)?", re.I)
-IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b")
+URL = Lazy(r"(?:https?|ftp)://([^\s/\"'<>?#:]+)(?::\d+)?", re.I)
+IPV4 = Lazy(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b")
 # Host names, as `\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b` finds them, but in linear time: that
 # regex backtracks and restarts label by label (60 Received headers of `a.a.a...`
 # took 250 s).  A dotted run is taken whole, from its start only, then cut after
 # its last label that can end a host name.  Same hosts on all 32,585 Received
 # headers of the SpamAssassin corpus.
-DOTTED = re.compile(r"(?<![\w-])[a-z0-9-]++(?:\.[a-z0-9-]++)++", re.I)
-TOP_LABEL = re.compile(r"[a-z]{2,}(?=-|$)", re.I)
+DOTTED = Lazy(r"(?<![\w-])[a-z0-9-]++(?:\.[a-z0-9-]++)++", re.I)
+TOP_LABEL = Lazy(r"[a-z]{2,}(?=-|$)", re.I)
 # On ASCII text (all but 3 of the corpus's Received fields) the same patterns without
 # Unicode classes and case folding match the same, and IPV4 twice as fast.
-IPV4_ASCII = re.compile(IPV4.pattern, re.A)
-DOTTED_ASCII = re.compile(r"(?<![\w-])[a-zA-Z0-9-]++(?:\.[a-zA-Z0-9-]++)++", re.A)
+IPV4_ASCII = Lazy(IPV4.pattern, re.A)
+DOTTED_ASCII = Lazy(r"(?<![\w-])[a-zA-Z0-9-]++(?:\.[a-zA-Z0-9-]++)++", re.A)
 # Received fields are all but unique, their hosts and dotted runs are not (5,138
 # distinct hosts of 67,463, 10,553 runs of 130,313): each is worked out once.  Keys
 # are at most a DNS name long, and the memos forgotten when full.
@@ -491,7 +512,7 @@ _run_memo: dict[tuple[str, bool], str | None] = {}
 # for but the start and end of text.  So a field's tokens are its runs' tokens, each
 # run worked out once: 10,609 distinct runs of 130,611 in the corpus, received_tokens
 # 0.86 s -> 0.51 s of CPU.
-DOTTED_CHUNK = re.compile(r"(?<![\w.-])[\w-]*+\.[\w.-]*+", re.A)
+DOTTED_CHUNK = Lazy(r"(?<![\w.-])[\w-]*+\.[\w.-]*+", re.A)
 _chunk_memo: dict[tuple[str], tuple[list[str], list[str]]] = {}
 
 

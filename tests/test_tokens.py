@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import email.message
+import re
 import time
 from email.message import EmailMessage
 
@@ -348,3 +349,18 @@ def test_single_part_fast_path_agrees_with_the_parser(data: bytes) -> None:
         with_fast = Tokenizer(settings_)(data)
         with mock.patch.object(tokens, "parse_single_part", return_value=None):
             assert Tokenizer(settings_)(data) == with_fast
+
+
+def test_a_lazy_pattern_is_the_compiled_pattern_once_used() -> None:
+    from spamnb.tokens import Lazy
+
+    lazy, compiled = Lazy(r"(\w)(\d)?", re.I), re.compile(r"(\w)(\d)?", re.I)
+    text = "a1 B c2"
+    assert "findall" not in vars(lazy)  # nothing compiled before the first use
+    assert lazy.findall(text) == compiled.findall(text)
+    assert vars(lazy)["findall"].__self__ is vars(lazy)["sub"].__self__  # compiled once, its methods kept
+    assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in compiled.finditer(text)]
+    assert lazy.sub("-", text) == compiled.sub("-", text)
+    assert lazy.match(text).group() == compiled.match(text).group()
+    assert lazy.search("  z").start() == 2 and lazy.fullmatch("a1") and lazy.split(text) == compiled.split(text)
+    assert (lazy.pattern, lazy.flags) == (r"(\w)(\d)?", re.I) and lazy.groups == 2
