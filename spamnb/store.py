@@ -183,7 +183,8 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
         raise
     except FileNotFoundError as err:
         raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, zipfile.BadZipFile) as err:
+    # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
+    except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
     return from_arrays(arrays, path, growable)
 
@@ -264,7 +265,7 @@ class Member(NamedTuple):
     header_offset: int
     size: int
     crc: int
-    stored: bool
+    stored: bool  # as it is: not compressed, not encrypted
 
 
 def zip_directory(mm: mmap.mmap) -> dict[str, Member] | None:
@@ -283,7 +284,8 @@ def zip_directory(mm: mmap.mmap) -> dict[str, Member] | None:
         if ZIP64_MARK in (packed, size, offset):
             return None
         name = bytes(mm[start + CENTRAL_ENTRY.size : start + CENTRAL_ENTRY.size + name_len]).decode("utf-8")
-        members[name] = Member(offset, size, crc, fields[6] == STORED and packed == size)
+        encrypted = fields[5] & 1
+        members[name] = Member(offset, size, crc, fields[6] == STORED and packed == size and not encrypted)
         start += CENTRAL_ENTRY.size + name_len + extra_len + comment_len
     return members
 

@@ -269,6 +269,16 @@ def flipped(data: bytes) -> bytes:
     return bytes(middle)
 
 
+def directory_field(data: bytes, offset: int, value: bytes) -> bytes:
+    """The archive with `value` written at `offset` into each of its central directory entries."""
+    out = bytearray(data)
+    start = out.find(b"PK\x01\x02")
+    while start >= 0:
+        out[start + offset : start + offset + len(value)] = value
+        start = out.find(b"PK\x01\x02", start + 4)
+    return bytes(out)
+
+
 def foreign_npz(good: Path, path: Path) -> None:
     write_npz(path, {"weights": np.arange(10.0)})
 
@@ -314,6 +324,8 @@ DAMAGED = {
     "an array claiming 8 TB": altered(tf=npy_claiming((2, 10**12))),
     "a member that is no npy": altered(df=b"just text"),
     "a zip bomb": zip_bomb,
+    "an unknown compression method": with_bytes(lambda b: directory_field(b, 10, b"\x63\x00")),
+    "encrypted members": with_bytes(lambda b: directory_field(b, 8, b"\x01\x00")),
 }
 
 
