@@ -190,8 +190,10 @@ class Model:
         table, b = self.table(cols)
         x = np.asarray(event.prepare(x), dtype=np.float64)
         unknown = int((~known).sum())
-        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]))[0])
-        contributions = w * x
+        keys = nb.duplicate_keys(self.counts, cols)
+        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]), keys)[0])
+        # A token sharing its evidence with k others of the message carries 1/k of it.
+        contributions = w * x * nb.duplicate_weights(np.zeros(len(keys), np.int64), keys)
         # Linear models: the bias is the prior and absent tokens.  Fisher combining is
         # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
         return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), unknown)

@@ -353,13 +353,72 @@ def event_model(name: str, alpha: float | None = None) -> EventModel:
     return EVENT_MODELS[name](alpha)
 
 
-def batch_log_odds(model: EventModel, table: np.ndarray, b: float, X: Any, unknown: np.ndarray | None = None) -> np.ndarray:
+# Tokens learnt from exactly the same numbers of ham and of spam messages, this many or
+# more, are one piece of evidence where a message holds several of them: a mailing list's
+# ten List-*, Sender and X-BeenThere words, a relay's name in Received, Return-Path and
+# Message-ID, a bulk mailer's X-Mailer words and link hosts.  Counted once each, they
+# stop outvoting the body.  Rarer tokens share their counts by chance (two words seen
+# once in spam), so they stay apart.  5 folds on the SpamAssassin corpus, default
+# tokens, 1-AUC / FP / spam missed at the spam cut-off: Fisher 0.0318% / 1 / 152 ->
+# 0.0243% / 1 / 130 (recall at 0.5% ham lost 98.05% -> 99.10%); multinomial 0.0660% /
+# 5 / 124 -> 0.0581% / 4 / 114; Bernoulli 0.0924% / 6 / 131 -> 0.0643% / 4 / 120.
+# At least 3 messages: Fisher 0.0364%; 5: 0.0336%; 7 to 100: 0.0231-0.0248%.
+DUPLICATE_MIN = 10
+
+
+def duplicate_keys(counts: Counts, cols: np.ndarray | None = None, least: int = DUPLICATE_MIN) -> np.ndarray:
+    """Per token, a key that the tokens of the same (ham, spam) message counts share, if
+    they are `least` or more in all; -1 (a token on its own) for the rest, or for all if
+    `least` is 0."""
+    df = counts.df if cols is None else counts.df[:, cols]
+    keys = df[HAM].astype(np.int64) * (1 << 32) + df[SPAM]
+    return np.where((df.sum(axis=0) >= least) & (least > 0), keys, -1)
+
+
+def entries(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, column and value of each nonzero entry of a numpy array or scipy sparse matrix."""
+    if hasattr(X, "tocoo"):
+        coo = X.tocoo()
+        return coo.row, coo.col, coo.data
+    X = np.atleast_2d(np.asarray(X))
+    rows, cols = np.nonzero(X)
+    return rows, cols, X[rows, cols]
+
+
+def duplicate_weights(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per entry, 1/k where k entries of its row share its key (key -1: always 1)."""
+    weights = np.ones(len(rows))
+    grouped = np.flatnonzero(keys >= 0)
+    if grouped.size:
+        order = grouped[np.lexsort((keys[grouped], rows[grouped]))]
+        r, k = rows[order], keys[order]
+        group = np.cumsum(np.r_[True, (r[1:] != r[:-1]) | (k[1:] != k[:-1])]) - 1
+        weights[order] = 1.0 / np.bincount(group)[group]
+    return weights
+
+
+def evidence(X: Any, table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """X @ table with the entries of tokens sharing a duplicate key in a row counted once."""
+    rows, cols, values = entries(X)
+    n = X.shape[0] if X.ndim == 2 else 1
+    weights = values * duplicate_weights(rows, keys[cols])
+    per_entry = table[cols]
+    if per_entry.ndim == 1:
+        return np.bincount(rows, weights=weights * per_entry, minlength=n)
+    return np.stack([np.bincount(rows, weights=weights * per_entry[:, j], minlength=n) for j in range(per_entry.shape[1])], axis=1)
+
+
+def batch_log_odds(
+    model: EventModel, table: np.ndarray, b: float, X: Any, unknown: np.ndarray | None = None, keys: np.ndarray | None = None
+) -> np.ndarray:
     """Log-odds of each row of X from a model's `table` (linear for naive Bayes, not for Fisher).
 
     `unknown`: per row, how many distinct tokens of the message the vocabulary lacks (they
-    have no column in X); each adds the event model's `unknown_row`.
+    have no column in X); each adds the event model's `unknown_row`.  `keys`: the
+    columns' `duplicate_keys` (None: every token counts on its own).
     """
-    Z = np.asarray(model.prepare(X) @ table, dtype=np.float64)
+    Xp = model.prepare(X)
+    Z = np.asarray(Xp @ table if keys is None else evidence(Xp, table, keys), dtype=np.float64)
     if unknown is not None:
         row = model.unknown_row()
         if row.any():
@@ -378,10 +437,11 @@ def joint_log_likelihood(model: EventModel, counts: Counts, X: Any) -> np.ndarra
     return np.asarray(Xp @ flp.T) + prior
 
 
-def log_odds(model: EventModel, counts: Counts, X: Any) -> np.ndarray:
-    """log P(spam | x) - log P(ham | x) for each row of X (Fisher: the logit of its indicator)."""
+def log_odds(model: EventModel, counts: Counts, X: Any, least: int = DUPLICATE_MIN) -> np.ndarray:
+    """log P(spam | x) - log P(ham | x) for each row of X (Fisher: the logit of its indicator),
+    tokens learnt from the same `least` or more messages counted once (0: each on its own)."""
     table, b = model.table(counts)
-    return batch_log_odds(model, table, b, X)
+    return batch_log_odds(model, table, b, X, keys=duplicate_keys(counts, least=least))
 
 
 def check_trained(counts: Counts) -> None:

@@ -56,7 +56,8 @@ def test_joint_log_likelihood_matches_scikit_learn(alpha: float, ours: type[nb.E
     for data in (X, X_test, X_test.toarray()):
         jll = nb.joint_log_likelihood(model, counts, data)
         np.testing.assert_allclose(jll, reference.predict_joint_log_proba(data), rtol=0, atol=1e-9)
-        np.testing.assert_allclose(nb.log_odds(model, counts, data), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+        # scikit-learn counts every token on its own: no duplicate evidence rule (least=0)
+        np.testing.assert_allclose(nb.log_odds(model, counts, data, least=0), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> None:
@@ -111,10 +112,29 @@ def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
     model = nb.event_model(name, 1.0)
     counts = counts_of(X, y)
     jll = nb.joint_log_likelihood(model, counts, np.zeros((1, X.shape[1])))
-    np.testing.assert_allclose(nb.log_odds(model, counts, np.zeros((1, X.shape[1]))), jll[:, 1] - jll[:, 0], atol=1e-9)
+    np.testing.assert_allclose(nb.log_odds(model, counts, np.zeros((1, X.shape[1])), least=0), jll[:, 1] - jll[:, 0], atol=1e-9)
     if name == "multinomial":
         prior = np.log(counts.docs / counts.docs.sum())
         np.testing.assert_allclose(jll[0], prior, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fisher", "multinomial", "bernoulli"])
+def test_tokens_of_the_same_messages_are_one_piece_of_evidence(name: str) -> None:
+    """Columns 0-2 were learnt from the same 12 messages (a list's headers): a message holding
+    all three scores as one holding one of them; rarer twins (columns 3, 4) stay apart."""
+    least = nb.DUPLICATE_MIN
+    df = np.array([[2, 2, 2, 0, 0, 5], [10, 10, 10, 1, 1, 1]])
+    assert df[:, 0].sum() >= least > df[:, 3].sum()
+    counts = nb.Counts(docs=np.array([20, 20]), tf=df.copy(), df=df)
+    model = nb.event_model(name)
+    one, three = np.array([[1.0, 0, 0, 0, 0, 1]]), np.array([[1.0, 1, 1, 0, 0, 1]])
+    assert nb.log_odds(model, counts, three) == pytest.approx(nb.log_odds(model, counts, one), abs=1e-12)
+    assert nb.log_odds(model, counts, three, least=0) > nb.log_odds(model, counts, one, least=0)
+    rare_one, rare_two = np.array([[0, 0, 0, 1.0, 0, 1]]), np.array([[0, 0, 0, 1.0, 1, 1]])
+    assert nb.log_odds(model, counts, rare_two) > nb.log_odds(model, counts, rare_one)
+    # sparse rows score as dense ones
+    X = scipy.sparse.csr_matrix(np.vstack([one, three, rare_two]))
+    np.testing.assert_allclose(nb.log_odds(model, counts, X), nb.log_odds(model, counts, X.toarray()), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize(("name", "alpha"), [("multinomial", 0), ("bernoulli", -1.0), ("gaussian", 1.0)])
@@ -194,7 +214,8 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     assert 0 < e_diluted.log_odds < e_known.log_odds
     event = model.scoring.event_model()
     table, b = model.table(e_known.cols)
-    by_hand = table.sum(axis=0) + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
+    shares = nb.duplicate_weights(np.zeros(len(e_known.cols), np.int64), nb.duplicate_keys(model.counts, e_known.cols))
+    by_hand = shares @ table + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
     assert e_diluted.log_odds == pytest.approx(float(event.combine(by_hand[None, :], b)[0]), abs=1e-12)
     # A message of unknown tokens only is exactly undecided.
     assert model.explain(tokenize(b"Subject: zzqa\n\nzzqb zzqc\n")).log_odds == pytest.approx(0.0, abs=1e-12)
