@@ -214,7 +214,8 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     assert 0 < e_diluted.log_odds < e_known.log_odds
     event = model.scoring.event_model()
     table, b = model.table(e_known.cols)
-    shares = nb.duplicate_weights(np.zeros(len(e_known.cols), np.int64), nb.duplicate_keys(model.counts, e_known.cols))
+    keys = nb.duplicate_keys(model.counts, e_known.cols)
+    shares = nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)
     by_hand = shares @ table + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
     assert e_diluted.log_odds == pytest.approx(float(event.combine(by_hand[None, :], b)[0]), abs=1e-12)
     # A message of unknown tokens only is exactly undecided.
