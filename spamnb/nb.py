@@ -369,12 +369,16 @@ DUPLICATE_MIN = 10
 
 
 def duplicate_keys(counts: Counts, cols: np.ndarray | None = None, least: int = DUPLICATE_MIN) -> np.ndarray:
-    """Per token, a key that the tokens of the same (ham, spam) message counts share, if
-    they are `least` or more in all; -1 (a token on its own) for the rest, or for all if
-    `least` is 0."""
+    """Per token, a key (0, 1, ...) that the tokens of the same (ham, spam) message counts
+    share, if they are `least` or more in all; -1 (a token on its own) for the rest, or
+    for all if `least` is 0."""
     df = counts.df if cols is None else counts.df[:, cols]
-    keys = df[HAM].astype(np.int64) * (1 << 32) + df[SPAM]
-    return np.where((df.sum(axis=0) >= least) & (least > 0), keys, -1)
+    keys = np.full(df.shape[1], -1, np.int64)
+    keyed = (df.sum(axis=0) >= least) & (least > 0)
+    if keyed.any():
+        _, found = np.unique(df[HAM, keyed].astype(np.int64) * (1 << 32) + df[SPAM, keyed], return_inverse=True)
+        keys[keyed] = found.ravel()
+    return keys
 
 
 def entries(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -389,13 +393,13 @@ def entries(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def duplicate_shares(rows: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Per entry (row, column), 1/k where k entries of its row share its column's key
-    (`keys` per column; key -1: always 1)."""
+    (`keys` per column, from `duplicate_keys`; key -1: always 1)."""
     shares = np.ones(len(rows))
-    grouped = np.flatnonzero(keys[cols] >= 0)
+    entry_keys = keys[cols]
+    grouped = np.flatnonzero(entry_keys >= 0)
     if grouped.size:
-        # One sort of (row, key) pairs as single integers: keys made small first.
-        _, ids = np.unique(keys, return_inverse=True)
-        pairs = rows[grouped].astype(np.int64) * (int(ids.max()) + 1) + ids.ravel()[cols[grouped]]
+        # One sort of the (row, key) pairs, each as a single integer.
+        pairs = rows[grouped].astype(np.int64) * (int(entry_keys.max()) + 1) + entry_keys[grouped]
         _, which, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
         shares[grouped] = 1.0 / sizes[which.ravel()]
     return shares
