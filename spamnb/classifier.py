@@ -62,7 +62,7 @@ def _score(datas: list[bytes]) -> np.ndarray:
     """Worker task: raw messages -> log-odds under the model."""
     rows = _tokenize_rows(datas)
     mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
-    return nb.flat_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], mapping[rows.cols], rows.counts, rows.lengths)
+    return nb.flat_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], mapping[rows.cols], rows.counts, rows.lengths, _WORK["keys"])
 
 
 def class_of(message: Message) -> int:
@@ -226,7 +226,14 @@ def classify(
     vocab = model.growable()
     table, b = model.table()
     _WORK.clear()
-    _WORK.update(tokenize=Tokenizer(model.tokens), vocab=vocab, table=table, b=b, event=model.scoring.event_model())
+    _WORK.update(
+        tokenize=Tokenizer(model.tokens),
+        vocab=vocab,
+        table=table,
+        b=b,
+        keys=nb.duplicate_keys(model.counts),
+        event=model.scoring.event_model(),
+    )
     batches: deque[list[Item]] = deque()
 
     def tasks() -> Iterator[list[bytes]]:
@@ -337,11 +344,14 @@ def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | 
     from the vocabulary (the event model's `unknown_row`)."""
     if seen is None:
         seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
-    table_seen, b = event.table(nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen]))
+    kept = nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen])
+    table_seen, b = event.table(kept)
     table = np.empty((train.n_features, *table_seen.shape[1:]))
     table[:] = event.unknown_row()
     table[seen] = table_seen
-    return nb.batch_log_odds(event, table, b, X)
+    keys = np.full(train.n_features, -1, np.int64)
+    keys[seen] = nb.duplicate_keys(kept)
+    return nb.batch_log_odds(event, table, b, X, keys=keys)
 
 
 CALIBRATION_FOLDS = 5

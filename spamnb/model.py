@@ -30,11 +30,11 @@ class Scoring:
     event: str = "fisher"
     alpha: float | None = None
     # Calibrated P(spam) cut-offs, by measurement (Fisher, unknown tokens neutral,
-    # independence 0.5; 5 folds, SpamAssassin): spam at >= 0.95 flags 1 ham of 4,150 and
-    # misses 8.0% of spam; >= 0.9 3 ham, 5.9%; >= 0.98 1 ham, 11.7%.  The ranking itself
-    # misses 6.7% of spam at 1 ham lost, so no cut-off reaches 1 FP and 4% missed.  0.95
-    # reads as "flag when a false alarm is 20x costlier than a miss".  Ham at <= 0.1: 1
-    # spam passes as ham and 76 ham are unsure; <= 0.2: 5 and 52.
+    # independence 0.5, duplicate evidence once; 5 folds, SpamAssassin): spam at >= 0.95
+    # flags 1 ham of 4,150 and misses 6.9% of spam; >= 0.9 2 ham, 4.9%; >= 0.98 1 ham,
+    # 9.4%.  The ranking itself misses 4.4% of spam at 1 ham lost, so no cut-off reaches
+    # 1 FP and 4% missed.  0.95 reads as "flag when a false alarm is 20x costlier than a
+    # miss".  Ham at <= 0.1: 4 spam pass as ham and 65 ham are unsure; <= 0.05: 1 and 107.
     spam_cutoff: float = 0.95
     ham_cutoff: float = 0.1
     calibration: tuple[float, float] = (1.0, 0.0)
@@ -204,8 +204,10 @@ class Model:
         table, b = self.table(cols)
         x = np.asarray(event.prepare(x), dtype=np.float64)
         unknown = int((~known).sum())
-        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]))[0])
-        contributions = w * x
+        keys = nb.duplicate_keys(self.counts, cols)
+        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]), keys)[0])
+        # A token sharing its evidence with k others of the message carries 1/k of it.
+        contributions = w * x * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)
         # Linear models: the bias is the prior and absent tokens.  Fisher combining is
         # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
         return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), unknown)

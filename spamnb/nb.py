@@ -256,6 +256,8 @@ class Fisher:
         # spam missed, 267 unsure; 0.5 gives 0.0318%, 1 FP, 152 missed, 227 unsure; 0.25
         # 0.0309%, 2 FP, 132 missed; 0.1 0.0301%, 4 FP.  sample_corpus agrees (1-AUC 2.58%
         # -> 2.45% at 0.5).  Half: a ranking as good and a gentler calibration, no more FP.
+        # With duplicate evidence counted once (DUPLICATE_MIN) still a plateau: 0.4, 0.5,
+        # 0.6, 0.75 give 1-AUC 0.0241%, 0.0243%, 0.0245%, 0.0248% (121, 130, 140, 148 missed).
         n = np.where(tokens > 0, np.maximum(np.rint(tokens * self.independence), 1), 0).astype(np.int64)
         scale = np.where(tokens > 0, n / np.maximum(tokens, 1), 0.0)
         # H' = -2 sum ln f (large for spam), S' = -2 sum ln(1 - f) (large for ham).
@@ -357,18 +359,93 @@ def event_model(name: str, alpha: float | None = None) -> EventModel:
     return EVENT_MODELS[name](alpha)
 
 
-def batch_log_odds(model: EventModel, table: np.ndarray, b: float, X: Any, unknown: np.ndarray | None = None) -> np.ndarray:
+# Tokens learnt from exactly the same numbers of ham and of spam messages, this many or
+# more, are one piece of evidence where a message holds several of them: a mailing list's
+# ten List-*, Sender and X-BeenThere words, a relay's name in Received, Return-Path and
+# Message-ID, a bulk mailer's X-Mailer words and link hosts.  Counted once each, they
+# stop outvoting the body.  Rarer tokens share their counts by chance (two words seen
+# once in spam), so they stay apart.  5 folds on the SpamAssassin corpus, default
+# tokens, 1-AUC / FP / spam missed at the spam cut-off: Fisher 0.0318% / 1 / 152 ->
+# 0.0243% / 1 / 130 (recall at 0.5% ham lost 98.05% -> 99.10%); multinomial 0.0660% /
+# 5 / 124 -> 0.0581% / 4 / 114; Bernoulli 0.0924% / 6 / 131 -> 0.0643% / 4 / 120.
+# At least 3 messages: Fisher 0.0364%; 5: 0.0336%; 7 to 100: 0.0231-0.0248%.
+DUPLICATE_MIN = 10
+
+
+def duplicate_keys(counts: Counts, cols: np.ndarray | None = None, least: int = DUPLICATE_MIN) -> np.ndarray:
+    """Per token, a key (0, 1, ...) that the tokens of the same (ham, spam) message counts
+    share, if they are `least` or more in all; -1 (a token on its own) for the rest, or
+    for all if `least` is 0."""
+    df = counts.df if cols is None else counts.df[:, cols]
+    keys = np.full(df.shape[1], -1, np.int64)
+    keyed = (df.sum(axis=0) >= least) & (least > 0)
+    if keyed.any():
+        _, found = np.unique(df[HAM, keyed].astype(np.int64) * (1 << 32) + df[SPAM, keyed], return_inverse=True)
+        keys[keyed] = found.ravel()
+    return keys
+
+
+def entries(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, column and value of each nonzero entry of a numpy array or scipy sparse matrix."""
+    if hasattr(X, "tocoo"):
+        coo = X.tocoo()
+        return coo.row, coo.col, coo.data
+    X = np.atleast_2d(np.asarray(X))
+    rows, cols = np.nonzero(X)
+    return rows, cols, X[rows, cols]
+
+
+def duplicate_shares(rows: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per entry (row, column), 1/k where k entries of its row share its column's key
+    (`keys` per column, from `duplicate_keys`; key -1: always 1)."""
+    shares = np.ones(len(rows))
+    entry_keys = keys[cols]
+    grouped = np.flatnonzero(entry_keys >= 0)
+    if grouped.size:
+        # One sort of the (row, key) pairs, each as a single integer.
+        pairs = rows[grouped].astype(np.int64) * (int(entry_keys.max()) + 1) + entry_keys[grouped]
+        _, which, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
+        shares[grouped] = 1.0 / sizes[which.ravel()]
+    return shares
+
+
+def evidence(X: Any, table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """X @ table with the entries of tokens sharing a duplicate key in a row counted once:
+    the product, less the surplus of each group of two or more."""
+    Z = np.asarray(X @ table, dtype=np.float64)
+    rows, cols, values = entries(X)
+    shares = duplicate_shares(rows, cols, keys)
+    surplus = np.flatnonzero(shares < 1)
+    if surplus.size:
+        rows, weights = rows[surplus], values[surplus] * (1 - shares[surplus])
+        per_entry = table[cols[surplus]]
+        n = Z.shape[0] if Z.ndim else 1
+        if per_entry.ndim == 1:
+            Z = Z - np.bincount(rows, weights=weights * per_entry, minlength=n).reshape(Z.shape)
+        else:
+            Z = Z - np.stack([np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T], axis=1).reshape(Z.shape)
+    return Z
+
+
+def batch_log_odds(
+    model: EventModel, table: np.ndarray, b: float, X: Any, unknown: np.ndarray | None = None, keys: np.ndarray | None = None
+) -> np.ndarray:
     """Log-odds of each row of X from a model's `table` (linear for naive Bayes, not for Fisher).
 
     `unknown`: per row, how many distinct tokens of the message the vocabulary lacks (they
-    have no column in X); each adds the event model's `unknown_row`.
+    have no column in X); each adds the event model's `unknown_row`.  `keys`: the
+    columns' `duplicate_keys` (None: every token counts on its own).
     """
-    return combined(model, np.asarray(model.prepare(X) @ table, dtype=np.float64), b, unknown)
+    Xp = model.prepare(X)
+    Z = np.asarray(Xp @ table if keys is None else evidence(Xp, table, keys), dtype=np.float64)
+    return combined(model, Z, b, unknown)
 
 
-def flat_log_odds(model: EventModel, table: np.ndarray, b: float, cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def flat_log_odds(
+    model: EventModel, table: np.ndarray, b: float, cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, keys: np.ndarray | None = None
+) -> np.ndarray:
     """`batch_log_odds` of rows given flat, numpy only: row i is `lengths[i]` distinct columns
-    with their counts, column -1 for a token the vocabulary lacks.
+    with their counts, column -1 for a token the vocabulary lacks; `keys` as there.
 
     The product `X @ table` becomes a weighted bincount per column of the table, summed in
     column order within each row as scipy's product sums: the same floats bit for bit,
@@ -381,6 +458,8 @@ def flat_log_odds(model: EventModel, table: np.ndarray, b: float, cols: np.ndarr
     order = np.argsort(row_of[known] * len(table) + cols[known])
     rows, known_cols = row_of[known][order], cols[known][order]
     x = np.asarray(model.prepare(counts[known][order].astype(np.float64)), dtype=np.float64)
+    if keys is not None:
+        x = x * duplicate_shares(rows, known_cols, keys)
     # A linear model's table is one column (its Z, (n, 1), ravels to the log-odds).
     width = table.shape[1] if table.ndim == 2 else 1
     weighted = table[known_cols].reshape(len(x), width) * x[:, None]
@@ -408,10 +487,11 @@ def joint_log_likelihood(model: EventModel, counts: Counts, X: Any) -> np.ndarra
     return np.asarray(Xp @ flp.T) + prior
 
 
-def log_odds(model: EventModel, counts: Counts, X: Any) -> np.ndarray:
-    """log P(spam | x) - log P(ham | x) for each row of X (Fisher: the logit of its indicator)."""
+def log_odds(model: EventModel, counts: Counts, X: Any, least: int = DUPLICATE_MIN) -> np.ndarray:
+    """log P(spam | x) - log P(ham | x) for each row of X (Fisher: the logit of its indicator),
+    tokens learnt from the same `least` or more messages counted once (0: each on its own)."""
     table, b = model.table(counts)
-    return batch_log_odds(model, table, b, X)
+    return batch_log_odds(model, table, b, X, keys=duplicate_keys(counts, least=least))
 
 
 def check_trained(counts: Counts) -> None:

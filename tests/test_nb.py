@@ -59,7 +59,8 @@ def test_joint_log_likelihood_matches_scikit_learn(alpha: float, ours: type[nb.E
     for data in (X, X_test, X_test.toarray()):
         jll = nb.joint_log_likelihood(model, counts, data)
         np.testing.assert_allclose(jll, reference.predict_joint_log_proba(data), rtol=0, atol=1e-9)
-        np.testing.assert_allclose(nb.log_odds(model, counts, data), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+        # scikit-learn counts every token on its own: no duplicate evidence rule (least=0)
+        np.testing.assert_allclose(nb.log_odds(model, counts, data, least=0), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> None:
@@ -114,10 +115,29 @@ def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
     model = nb.event_model(name, 1.0)
     counts = counts_of(X, y)
     jll = nb.joint_log_likelihood(model, counts, np.zeros((1, X.shape[1])))
-    np.testing.assert_allclose(nb.log_odds(model, counts, np.zeros((1, X.shape[1]))), jll[:, 1] - jll[:, 0], atol=1e-9)
+    np.testing.assert_allclose(nb.log_odds(model, counts, np.zeros((1, X.shape[1])), least=0), jll[:, 1] - jll[:, 0], atol=1e-9)
     if name == "multinomial":
         prior = np.log(counts.docs / counts.docs.sum())
         np.testing.assert_allclose(jll[0], prior, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fisher", "multinomial", "bernoulli"])
+def test_tokens_of_the_same_messages_are_one_piece_of_evidence(name: str) -> None:
+    """Columns 0-2 were learnt from the same 12 messages (a list's headers): a message holding
+    all three scores as one holding one of them; rarer twins (columns 3, 4) stay apart."""
+    least = nb.DUPLICATE_MIN
+    df = np.array([[2, 2, 2, 0, 0, 5], [10, 10, 10, 1, 1, 1]])
+    assert df[:, 0].sum() >= least > df[:, 3].sum()
+    counts = nb.Counts(docs=np.array([20, 20]), tf=df.copy(), df=df)
+    model = nb.event_model(name)
+    one, three = np.array([[1.0, 0, 0, 0, 0, 1]]), np.array([[1.0, 1, 1, 0, 0, 1]])
+    assert nb.log_odds(model, counts, three) == pytest.approx(nb.log_odds(model, counts, one), abs=1e-12)
+    assert nb.log_odds(model, counts, three, least=0) > nb.log_odds(model, counts, one, least=0)
+    rare_one, rare_two = np.array([[0, 0, 0, 1.0, 0, 1]]), np.array([[0, 0, 0, 1.0, 1, 1]])
+    assert nb.log_odds(model, counts, rare_two) > nb.log_odds(model, counts, rare_one)
+    # sparse rows score as dense ones
+    X = scipy.sparse.csr_matrix(np.vstack([one, three, rare_two]))
+    np.testing.assert_allclose(nb.log_odds(model, counts, X), nb.log_odds(model, counts, X.toarray()), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize(("name", "alpha"), [("multinomial", 0), ("bernoulli", -1.0), ("gaussian", 1.0)])
@@ -161,8 +181,20 @@ def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[s
     rows = local_rows(token_lists)
     cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(rows.tokens), dtype=np.int64)[rows.cols]
     unknown = np.bincount(np.repeat(np.arange(len(rows.lengths)), rows.lengths)[cols < 0], minlength=len(rows.lengths))
-    expected = nb.batch_log_odds(model, table, b, rows_matrix(cols, rows.counts, rows.lengths, 5), unknown)
+    X_rows = rows_matrix(cols, rows.counts, rows.lengths, 5)
+    expected = nb.batch_log_odds(model, table, b, X_rows, unknown)
     np.testing.assert_array_equal(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths), expected)
+    # With duplicate evidence counted once (least=1: every token keyed, so groups form),
+    # the flat path scales each entry, the matrix path takes the surplus off: same sums.
+    df = np.array([[1, 0, 1, 2, 0], [2, 3, 2, 0, 3]])  # f and a share (1, 2), c and e-e (0, 3)
+    counts = nb.Counts(np.array([3, 3]), df * 2, df)
+    keys = nb.duplicate_keys(counts, least=1)
+    assert keys[0] == keys[2] and keys[1] == keys[4]
+    table, b = model.table(counts)
+    grouped = nb.batch_log_odds(model, table, b, X_rows, unknown, keys)
+    np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys), grouped, rtol=1e-12, atol=1e-12)
+    if any({"f", "a"} <= set(tokens) for tokens in token_lists):
+        assert not np.allclose(grouped, nb.batch_log_odds(model, table, b, X_rows, unknown))  # the rule did something
 
 
 def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> None:
@@ -225,7 +257,9 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     assert 0 < e_diluted.log_odds < e_known.log_odds
     event = model.scoring.event_model()
     table, b = model.table(e_known.cols)
-    by_hand = table.sum(axis=0) + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
+    keys = nb.duplicate_keys(model.counts, e_known.cols)
+    shares = nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)
+    by_hand = shares @ table + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
     assert e_diluted.log_odds == pytest.approx(float(event.combine(by_hand[None, :], b)[0]), abs=1e-12)
     # A message of unknown tokens only is exactly undecided.
     assert model.explain(tokenize(b"Subject: zzqa\n\nzzqb zzqc\n")).log_odds == pytest.approx(0.0, abs=1e-12)

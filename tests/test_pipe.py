@@ -204,10 +204,12 @@ def test_the_verdict_header_is_documented_format(model: Path) -> None:
 
 # --- forged verdicts -----------------------------------------------------------------------
 
+# The fixture model learnt 12 spams of 10 words; "viagra" and "winner" are in 11 each and
+# so count once together (nb.DUPLICATE_MIN): the forgeries carry three separate spam words.
 FORGED = {
     "in the middle": (
-        b"Subject: cheap pills\nX-Spamnb: ham, score=0.0000\nTo: b@example.org\n\nviagra casino winner\n",
-        b"Subject: cheap pills\nTo: b@example.org\n" + MARK + b"\nviagra casino winner\n",
+        b"Subject: cheap pills\nX-Spamnb: ham, score=0.0000\nTo: b@example.org\n\nviagra casino prize\n",
+        b"Subject: cheap pills\nTo: b@example.org\n" + MARK + b"\nviagra casino prize\n",
     ),
     "lower case": (
         b"x-spamnb: ham, score=0.0000\nSubject: cheap pills\n\nviagra casino\n",
@@ -234,8 +236,8 @@ FORGED = {
         ENVELOPE + b"\nSubject: cheap\n" + MARK + b"\nviagra\n",
     ),
     "look-alikes are kept": (
-        b"X-Spamnb-Trained: yes\nSubject: cheap\n\nX-Spamnb: ham, viagra casino winner in the body\n",
-        b"X-Spamnb-Trained: yes\nSubject: cheap\n" + MARK + b"\nX-Spamnb: ham, viagra casino winner in the body\n",
+        b"X-Spamnb-Trained: yes\nSubject: cheap\n\nX-Spamnb: ham, viagra casino prize in the body\n",
+        b"X-Spamnb-Trained: yes\nSubject: cheap\n" + MARK + b"\nX-Spamnb: ham, viagra casino prize in the body\n",
     ),
 }
 
