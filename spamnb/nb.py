@@ -386,11 +386,10 @@ def duplicate_keys(counts: Counts, cols: np.ndarray | None = None, least: int = 
 
 
 def entries(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row, column and value of each nonzero entry of a numpy array or scipy sparse matrix."""
+    """Row, column and value of each nonzero entry of a 2-d numpy array or scipy sparse matrix."""
     if hasattr(X, "tocoo"):
         coo = X.tocoo()
         return coo.row, coo.col, coo.data
-    X = np.atleast_2d(np.asarray(X))
     rows, cols = np.nonzero(X)
     return rows, cols, X[rows, cols]
 
@@ -412,6 +411,8 @@ def duplicate_shares(rows: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np
 def evidence(X: Any, table: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """X @ table with the entries of tokens sharing a duplicate key in a row counted once:
     the product, less the surplus of each group of two or more."""
+    if not hasattr(X, "tocoo"):
+        X = np.atleast_2d(np.asarray(X))
     Z = np.asarray(X @ table, dtype=np.float64)
     rows, cols, values = entries(X)
     shares = duplicate_shares(rows, cols, keys)
@@ -419,11 +420,11 @@ def evidence(X: Any, table: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if surplus.size:
         rows, weights = rows[surplus], values[surplus] * (1 - shares[surplus])
         per_entry = table[cols[surplus]]
-        n = Z.shape[0] if Z.ndim else 1
+        n = X.shape[0]
         if per_entry.ndim == 1:
-            Z = Z - np.bincount(rows, weights=weights * per_entry, minlength=n).reshape(Z.shape)
+            Z = Z - np.bincount(rows, weights=weights * per_entry, minlength=n)
         else:
-            Z = Z - np.stack([np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T], axis=1).reshape(Z.shape)
+            Z = Z - np.stack([np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T], axis=1)
     return Z
 
 

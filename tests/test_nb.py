@@ -135,9 +135,10 @@ def test_tokens_of_the_same_messages_are_one_piece_of_evidence(name: str) -> Non
     assert nb.log_odds(model, counts, three, least=0) > nb.log_odds(model, counts, one, least=0)
     rare_one, rare_two = np.array([[0, 0, 0, 1.0, 0, 1]]), np.array([[0, 0, 0, 1.0, 1, 1]])
     assert nb.log_odds(model, counts, rare_two) > nb.log_odds(model, counts, rare_one)
-    # sparse rows score as dense ones
+    # sparse rows score as dense ones, and a lone 1-d row as that row
     X = scipy.sparse.csr_matrix(np.vstack([one, three, rare_two]))
     np.testing.assert_allclose(nb.log_odds(model, counts, X), nb.log_odds(model, counts, X.toarray()), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(nb.log_odds(model, counts, three[0]), nb.log_odds(model, counts, three), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize(("name", "alpha"), [("multinomial", 0), ("bernoulli", -1.0), ("gaussian", 1.0)])
