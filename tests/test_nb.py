@@ -194,7 +194,8 @@ def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[s
     table, b = model.table(counts)
     grouped = nb.batch_log_odds(model, table, b, X_rows, unknown, keys)
     np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys), grouped, rtol=1e-12, atol=1e-12)
-    if any({"f", "a"} <= set(tokens) for tokens in token_lists):
+    if event != "fisher" and any({"f", "a"} <= set(tokens) for tokens in token_lists):
+        # (Fisher may not move: it counts at least one test, however few the tokens)
         assert not np.allclose(grouped, nb.batch_log_odds(model, table, b, X_rows, unknown))  # the rule did something
 
 
