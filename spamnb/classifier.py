@@ -5,7 +5,6 @@ number of messages.  Unreadable messages pass through as `Problem` items.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from collections import deque
@@ -376,4 +375,4 @@ def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, X, y: 
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
     odds = held_out_log_odds(event, counts, X, y)
-    return dataclasses.replace(scoring, calibration=fit_platt(odds, y == nb.SPAM))
+    return scoring.replace(calibration=fit_platt(odds, y == nb.SPAM))

@@ -158,26 +158,24 @@ def labelled_options(fn: F) -> F:
 
 def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, alpha: float | None, base: Any = None):
     """Tokeniser and scoring settings: the options given, over a model's (or the defaults)."""
-    import dataclasses
-
     from spamnb.model import Scoring
     from spamnb.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
     token_changes = {k: v for k, v in {"ngram": ngram, "stopwords": stopwords}.items() if v is not None}
-    if base is not None and token_changes and dataclasses.replace(tokens, **token_changes) != tokens:
+    if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
         raise Failure(
             f"the model was trained with tokeniser settings {tokens.to_json()}; "
             "they cannot change now (train a new model instead)",
             code=2,
         )
-    tokens = dataclasses.replace(tokens, **token_changes)
+    tokens = tokens.replace(**token_changes)
     scoring_changes = {k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None}
-    if scoring_changes and dataclasses.replace(scoring, **scoring_changes) != scoring:
+    if scoring_changes and scoring.replace(**scoring_changes) != scoring:
         # The calibration was fitted to the other scoring's log-odds; it is refitted when training.
         scoring_changes["calibration"] = Scoring().calibration
-    scoring = dataclasses.replace(scoring, **scoring_changes)
+    scoring = scoring.replace(**scoring_changes)
     return tokens, scoring
 
 

@@ -1,12 +1,10 @@
 """The model in memory: tokeniser settings, scoring defaults, vocabulary, counts, digests."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,16 +15,7 @@ from spamnb.tokens import TokenSettings
 VERDICTS = ("ham", "unsure", "spam")
 
 
-@dataclass(frozen=True)
-class Scoring:
-    """How counts become a verdict; stored in the model as its defaults.
-
-    `alpha` None means the event model's measured default (nb.DEFAULT_ALPHA).
-    `calibration` (a, b) maps log-odds to P(spam) = 1 / (1 + exp(-(a log-odds + b))):
-    Platt scaling, fitted when training on held-out log-odds (see `calibrate`), since
-    raw naive Bayes and Fisher log-odds are far too sure of themselves.
-    """
-
+class ScoringFields(NamedTuple):
     event: str = "fisher"
     alpha: float | None = None
     # Calibrated P(spam) cut-offs, by measurement (Fisher, unknown tokens neutral,
@@ -39,14 +28,31 @@ class Scoring:
     ham_cutoff: float = 0.1
     calibration: tuple[float, float] = (1.0, 0.0)
 
-    def __post_init__(self) -> None:
+
+class Scoring(ScoringFields):
+    """How counts become a verdict; stored in the model as its defaults.
+
+    `alpha` None means the event model's measured default (nb.DEFAULT_ALPHA).
+    `calibration` (a, b) maps log-odds to P(spam) = 1 / (1 + exp(-(a log-odds + b))):
+    Platt scaling, fitted when training on held-out log-odds (see `calibrate`), since
+    raw naive Bayes and Fisher log-odds are far too sure of themselves.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Scoring:
+        self = super().__new__(cls, *args, **kwargs)
         nb.event_model(self.event, self.alpha)  # validates both
         if not 0.0 <= self.ham_cutoff <= self.spam_cutoff <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
         a, b = self.calibration
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
-        object.__setattr__(self, "calibration", (float(a), float(b)))
+        return self._replace(calibration=(float(a), float(b)))  # _replace makes it as it is, unchecked
+
+    def replace(self, **changes: Any) -> Scoring:
+        """This scoring with some settings changed, checked like a new one (`_replace` is not)."""
+        return Scoring(**{**self._asdict(), **changes})
 
     def event_model(self) -> nb.EventModel:
         return nb.event_model(self.event, self.alpha)
@@ -67,7 +73,7 @@ class Scoring:
         return "unsure"
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return json.dumps(self._asdict(), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:

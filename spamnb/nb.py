@@ -9,7 +9,6 @@ Matrices passed in may be numpy arrays or scipy sparse matrices alike.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -115,8 +114,7 @@ def class_log_prior(counts: Counts) -> np.ndarray:
         return np.log(counts.docs) - np.log(counts.docs.sum())
 
 
-@dataclass(frozen=True)
-class Multinomial:
+class Multinomial(NamedTuple):
     """Token occurrences: p(token | class) = (tf + alpha) / (tokens in class + alpha V).
 
     `boolean`: each distinct token counts once per message, in training (the message
@@ -158,8 +156,7 @@ class Multinomial:
         return np.asarray(Z, dtype=np.float64).ravel() + b
 
 
-@dataclass(frozen=True)
-class Bernoulli:
+class Bernoulli(NamedTuple):
     """Token presence: p(token | class) = (df + alpha) / (messages in class + 2 alpha)."""
 
     alpha: float = 1.0
@@ -191,8 +188,7 @@ class Bernoulli:
     combine = staticmethod(Multinomial.combine)
 
 
-@dataclass(frozen=True)
-class Fisher:
+class Fisher(NamedTuple):
     """Robinson's per-token spam probability f(w), combined by Fisher's chi-square method.
 
     From message frequencies (the Bernoulli counts): p(w) = b / (b + g) with b, g the
