@@ -446,7 +446,8 @@ def flat_log_odds(
 
     The product `X @ table` becomes a weighted bincount per column of the table, summed in
     column order within each row as scipy's product sums: the same floats bit for bit,
-    however the rows were cut into chunks.  On the SpamAssassin corpus batch classify
+    however the rows were cut into chunks (with `keys`, equal to the matrix path's to
+    rounding: it takes each group's surplus off the product instead).  On the SpamAssassin corpus batch classify
     takes 0.15 s less CPU and no longer imports scipy.
     """
     n = len(lengths)
