@@ -8,18 +8,10 @@ whatever text can be recovered.
 from __future__ import annotations
 
 import codecs
-import email.header
-import email.message
-import functools
-import itertools
 import json
 import os
 import re
 from collections.abc import Iterator
-
-# The policy object of the email package's defaults, without importing email.policy
-# (with its header registry: 10 ms of the one-message pipe's start-up).
-from email._policybase import Policy, compat32
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -155,69 +147,14 @@ MAX_CONTENT_TYPE_CHARS = 1_024
 LINE_END = Lazy(rb"\r\n|\r|\n")
 
 
-class TooManyParts(Exception):
-    pass
-
-
-class BoundedMessage(email.message.Message):
-    """A parsed part that counts against a budget, knows its depth and keeps headers short.
-
-    Header look-ups go through an index of the first field of each name: the email
-    package lowers every field's name on each `get`, about 5 look-ups a message of 24
-    fields (iter_text_parts on the corpus's single-part mail: 0.26 s -> 0.21 s of CPU).
-    The index is rebuilt whenever the field list was replaced or changed length; the
-    only in-place change the email package makes (`replace_header`) keeps a field's
-    name and position.
-    """
-
-    depth = 0
-    _indexed: list | None = None
-    _indexed_len = 0
-    _first: dict[str, int]
-
-    def __init__(self, policy: Policy = compat32, parts: Iterator[int] | None = None) -> None:
-        super().__init__(policy)
-        if parts is not None and next(parts) > MAX_MESSAGES:
-            raise TooManyParts
-
-    def set_raw(self, name: str, value: str) -> None:
-        self._headers.append((name, capped(name, value)))
-
-    def first_fields(self) -> dict[str, int]:
-        """Where the first field of each (lowered) name is in the field list."""
-        fields = self._headers
-        if self._indexed is not fields or self._indexed_len != len(fields):
-            first: dict[str, int] = {}
-            for i, (name, _) in enumerate(fields):
-                first.setdefault(name.lower(), i)
-            self._first, self._indexed, self._indexed_len = first, fields, len(fields)
-        return self._first
-
-    def get(self, name: str, failobj: object = None) -> object:
-        i = self.first_fields().get(name.lower())
-        if i is None:
-            return failobj
-        return self.policy.header_fetch_parse(*self._headers[i])
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self.first_fields()
-
-    def attach(self, payload: email.message.Message) -> None:
-        if isinstance(payload, BoundedMessage):
-            payload.depth = self.depth + 1
-        super().attach(payload)
-
-    def get_content_type(self) -> str:
-        return "text/plain" if self.depth >= MAX_DEPTH else super().get_content_type()
-
-
 def capped(name: str, value: str) -> str:
     """A header value cut to what the email package may be given (see MAX_HEADER_CHARS)."""
     return value[: MAX_CONTENT_TYPE_CHARS if name.lower() == "content-type" else MAX_HEADER_CHARS]
 
 
-def parse_bounded(data: bytes) -> email.message.Message:
-    """The message parsed from its first MAX_LINES lines (raises TooManyParts)."""
+def parse_bounded(data: bytes) -> Any:
+    """The message parsed from its first MAX_LINES lines: a SinglePart, or the email package's
+    Message (raises mime.TooManyParts)."""
     if data.count(b"\n") + data.count(b"\r") > MAX_LINES:
         for number, end in enumerate(LINE_END.finditer(data), 1):
             if number == MAX_LINES:
@@ -227,10 +164,9 @@ def parse_bounded(data: bytes) -> email.message.Message:
     simple = parse_single_part(text)
     if simple is not None:
         return simple
-    import email.parser  # only multipart mail needs the full parser: off the pipe's start-up
+    from spamnb import mime  # the email package: off the start-up of the pipe's single-part mail
 
-    factory = functools.partial(BoundedMessage, parts=itertools.count())
-    return email.parser.Parser(factory, policy=compat32).parsestr(text)
+    return mime.parse(text)
 
 
 # The fast path of `parse_bounded`, for a message that is one part (most mail).  The
@@ -264,25 +200,117 @@ HEADER_FIELD_LF, HEADER_FIELDS_LF = field_patterns(LINE_REST_LF)
 BLANK = Lazy(r"\r\n|\r|\n")
 
 
-def parse_single_part(text: str) -> BoundedMessage | None:
-    """The message as the email package parses it, if it is one part; else None."""
+def parse_single_part(text: str) -> Any:
+    """The message as the email package parses it, if it is one part; else None.
+
+    A SinglePart where that reads its Content-Type and Content-Transfer-Encoding
+    plainly, else the email package's Message (mime.single_part).
+    """
     if text.startswith((" ", "\t")):  # a first line that is a continuation
         return None
     field, fields = (HEADER_FIELD, HEADER_FIELDS) if "\r" in text else (HEADER_FIELD_LF, HEADER_FIELDS_LF)
     pos = fields.match(text).end()
-    msg = BoundedMessage()
     # Back to back, so each field in turn; compat32's header_source_parse on the field's
-    # lines at once, into set_raw's list.
-    msg._headers = [(name, capped(name, rest.lstrip(" \t").rstrip("\r\n"))) for name, rest in field.findall(text, 0, pos)]
+    # lines at once.
+    headers = [(name, capped(name, rest.lstrip(" \t").rstrip("\r\n"))) for name, rest in field.findall(text, 0, pos)]
     # The first line that is not a field.  headerRE would also take these two (and
     # a continuation, but each field took its own): an envelope line, a nameless field.
     if text.startswith(("From ", ":"), pos):
         return None
-    if msg.get_content_maintype() in ("multipart", "message"):
-        return None
     blank = BLANK.match(text, pos)
-    msg.set_payload(text[blank.end() if blank else pos :])
+    payload = text[blank.end() if blank else pos :]
+    msg = SinglePart(headers, payload)
+    if not msg.plain():
+        from spamnb import mime
+
+        msg = mime.single_part(headers, payload)
+    if msg.get_content_type().split("/")[0] in ("multipart", "message"):
+        return None
     return msg
+
+
+# Transfer encodings whose decoding SinglePart leaves to the email package.
+UUENCODE = frozenset({"x-uuencode", "uuencode", "uue", "x-uue"})
+
+
+class SinglePart:
+    """A one-part message, answering what the tokeniser asks of the email package's
+    Message (`raw_items`, `is_multipart`, `get_content_type`, `get_content_charset`,
+    `get_payload(decode=True)`) by its rules (compat32, email/message.py), for messages
+    whose Content-Type and Content-Transfer-Encoding those rules read plainly (`plain`).
+
+    Not importing the email package (email.message and what it imports) takes ~12 ms
+    off the one-message pipe's start-up.  tests/test_tokens.py checks it against the
+    email package on generated mail; bench/tokens_identical.py on the corpus.
+    """
+
+    def __init__(self, headers: list[tuple[str, str]], payload: str) -> None:
+        self.headers, self.payload = headers, payload
+        self.content_type: str | None = None
+        self.encoding: str | None = None
+        for name, value in headers:  # the first field of each name, as Message.get finds it
+            low = name.lower()
+            if low == "content-type" and self.content_type is None:
+                self.content_type = value
+            elif low == "content-transfer-encoding" and self.encoding is None:
+                self.encoding = value
+
+    def plain(self) -> bool:
+        """Whether the email package would read these two fields as their text says: ASCII
+        (8-bit bytes make it a Header object), no RFC 2231 `*`, no backslash escapes, no
+        `;` inside quotes, and no uuencoding."""
+        ctype, cte = self.content_type or "", self.encoding or ""
+        if not (ctype.isascii() and cte.isascii()) or cte.lower() in UUENCODE:
+            return False
+        return "*" not in ctype and "\\" not in ctype and all(piece.count('"') % 2 == 0 for piece in ctype.split(";"))
+
+    def raw_items(self) -> Iterator[tuple[str, str]]:
+        return iter(self.headers)
+
+    def is_multipart(self) -> bool:
+        return False
+
+    def get_content_type(self) -> str:
+        if self.content_type is None:
+            return "text/plain"
+        ctype = self.content_type.partition(";")[0].strip().lower()
+        return ctype if ctype.count("/") == 1 else "text/plain"
+
+    def get_content_charset(self) -> str | None:
+        """The first parameter named charset (the type itself included, as
+        _get_params_preserve lists it), unquoted and lowered."""
+        if self.content_type is None:
+            return None
+        for piece in self.content_type.split(";"):
+            name, eq, value = piece.partition("=")
+            if name.strip().lower() == "charset":
+                return unquote(value.strip() if eq else "").lower()
+        return None
+
+    def get_payload(self, decode: bool) -> bytes:
+        """The payload's bytes, decoded from its transfer encoding (`decode` must be True)."""
+        assert decode
+        data = self.payload.encode("ascii", "surrogateescape")
+        cte = (self.encoding or "").lower()
+        if cte == "quoted-printable":
+            import quopri
+
+            return quopri.decodestring(data)
+        if cte == "base64":
+            from email._encoded_words import decode_b  # lenient: bad padding and characters
+
+            return decode_b(b"".join(data.splitlines()))[0]
+        return data
+
+
+def unquote(value: str) -> str:
+    """email.utils.unquote: without one pair of surrounding quotes or angle brackets."""
+    if len(value) > 1:
+        if value.startswith('"') and value.endswith('"'):
+            return value[1:-1].replace("\\\\", "\\").replace('\\"', '"')
+        if value.startswith("<") and value.endswith(">"):
+            return value[1:-1]
+    return value
 
 
 @cache
@@ -330,6 +358,8 @@ def decode_header_value(value: str) -> str:
 
 
 def decode_encoded_run(match: re.Match[str]) -> str:
+    import email.header  # only encoded headers need it: off the pipe's start-up
+
     try:
         pieces = email.header.decode_header(match.group())
     except Exception:  # noqa: BLE001 - the stdlib raises several types on bad input
@@ -371,8 +401,9 @@ def html_to_text(markup: str) -> str:
     return html.unescape(text)
 
 
-def iter_text_parts(msg: email.message.Message) -> Iterator[tuple[str, str]]:
-    """(subtype, text) for every text part, walking the MIME tree without recursion."""
+def iter_text_parts(msg: Any) -> Iterator[tuple[str, str]]:
+    """(subtype, text) for every text part (of a SinglePart or an email package Message),
+    walking the MIME tree without recursion."""
     stack = [msg]
     seen = 0
     while stack and seen < MAX_PARTS:

@@ -138,7 +138,7 @@ def test_pipe_path_imports_only_what_it_needs(corpus, model):
         "import sys; sys.argv=['spamnb','classify','--pipe','-m',sys.argv[1]]\n"
         "from spamnb.entry import main\n"
         "try:\n main()\nexcept SystemExit:\n pass\n"
-        "bad=[m for m in ('click','scipy','rich','zipfile','email.parser') if m in sys.modules]\n"
+        "bad=[m for m in ('click','scipy','rich','zipfile','email.parser','email.message','dataclasses') if m in sys.modules]\n"
         "sys.stderr.write('LOADED:'+','.join(bad))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, model], input=(corpus / "spam/0001").read_bytes(), capture_output=True)
