@@ -212,7 +212,9 @@ def parse_single_part(text: str) -> Any:
     pos = fields.match(text).end()
     # Back to back, so each field in turn; compat32's header_source_parse on the field's
     # lines at once.
-    headers = [(name, capped(name, rest.lstrip(" \t").rstrip("\r\n"))) for name, rest in field.findall(text, 0, pos)]
+    values = [(name, rest.lstrip(" \t").rstrip("\r\n")) for name, rest in field.findall(text, 0, pos)]
+    # No cap cuts a value this short (0.14 s of CPU on the corpus to call `capped` on each).
+    headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in values]
     # The first line that is not a field.  headerRE would also take these two (and
     # a continuation, but each field took its own): an envelope line, a nameless field.
     if text.startswith(("From ", ":"), pos):
