@@ -161,7 +161,7 @@ def parse_bounded(data: bytes) -> Any:
                 data = data[: end.end()]
                 break
     text = data.decode("ascii", "surrogateescape")  # as BytesParser.parsebytes does
-    simple = parse_single_part(text)
+    simple = parse_single_part(text) or parse_multipart(text)
     if simple is not None:
         return simple
     from spamnb import mime  # the email package: off the start-up of the pipe's single-part mail
@@ -201,11 +201,18 @@ BLANK = Lazy(r"\r\n|\r|\n")
 
 
 def parse_single_part(text: str) -> Any:
-    """The message as the email package parses it, if it is one part; else None.
+    """The message as the email package parses it, if it is one part; else None."""
+    msg = read_part(text)
+    if msg is None or msg.get_content_type().split("/")[0] in ("multipart", "message"):
+        return None
+    return msg
 
-    A SinglePart where that reads its Content-Type and Content-Transfer-Encoding
-    plainly, else the email package's Message (mime.single_part).
-    """
+
+def read_part(text: str) -> Any:
+    """The fields and payload of a message or part as the email package cuts them; None
+    where its rules need its parser (see above).  A SinglePart where that reads its
+    Content-Type and Content-Transfer-Encoding plainly, else the email package's
+    Message (mime.single_part)."""
     if text.startswith((" ", "\t")):  # a first line that is a continuation
         return None
     field, fields = (HEADER_FIELD, HEADER_FIELDS) if "\r" in text else (HEADER_FIELD_LF, HEADER_FIELDS_LF)
@@ -226,9 +233,78 @@ def parse_single_part(text: str) -> Any:
         from spamnb import mime
 
         msg = mime.single_part(headers, payload)
-    if msg.get_content_type().split("/")[0] in ("multipart", "message"):
-        return None
     return msg
+
+
+# What may follow the separator on a boundary line (feedparser's `boundaryre`): the
+# closing `--`, blanks, the line's end.
+BOUNDARY_REST = Lazy(r"(--)?[ \t]*+(?:\r\n|\r|\n|\Z)")
+LAST_LINE_END = Lazy(r"(?:\r\n|\r|\n)\Z")
+
+
+class MultiPart:
+    """A multipart message of one-part parts (SinglePart or Message), as `iter_text_parts` walks it."""
+
+    def __init__(self, headers: list[tuple[str, str]], parts: list[Any]) -> None:
+        self.headers, self.parts = headers, parts
+
+    def raw_items(self) -> Iterator[tuple[str, str]]:
+        return iter(self.headers)
+
+    def is_multipart(self) -> bool:
+        return True
+
+    def get_payload(self) -> list[Any]:
+        return self.parts
+
+
+def parse_multipart(text: str) -> MultiPart | None:
+    """A multipart message whose parts are each one part, as the email package parses it
+    (email/feedparser.py, `_parsegen`); None for anything else, or for what it reads
+    specially: no boundary or no first boundary line, a digest, more than MAX_MESSAGES
+    parts, a part that is itself multipart or message/*.
+
+    The email package reads every line of such a message through generators, and
+    compiles a pattern for each boundary; here the boundary lines are found by a plain
+    search for their separator.  Parts run from one boundary line to the next (any
+    kind) or to the end; boundary lines right after a separating one are skipped; the
+    last line end before a boundary line belongs to it; the closing line ends the parts.
+    """
+    top = read_part(text)
+    if not isinstance(top, SinglePart) or top.get_content_type().split("/")[0] != "multipart" or top.get_content_type() == "multipart/digest":
+        return None
+    boundary = top.boundary()
+    if not boundary:
+        return None
+    body, separator = top.payload, "--" + boundary
+    lines = []  # (start, end, closing) of each boundary line
+    at = body.find(separator)
+    while at >= 0:
+        if at == 0 or body[at - 1] in "\r\n":
+            rest = BOUNDARY_REST.match(body, at + len(separator))
+            if rest:
+                lines.append((at, rest.end(), rest.group(1) is not None))
+        at = body.find(separator, at + 1)
+    if not lines or lines[0][2]:  # no separating line before a closing one: not multipart
+        return None
+    texts = []
+    i = 0
+    while i < len(lines):
+        end = lines[i][1]
+        i += 1
+        while i < len(lines) and lines[i][0] == end:  # boundary lines right after it: skipped
+            end = lines[i][1]
+            i += 1
+        stop = lines[i][0] if i < len(lines) else len(body)
+        texts.append(LAST_LINE_END.sub("", body[end:stop]))
+        if i < len(lines) and lines[i][2]:
+            break
+    if len(texts) >= MAX_MESSAGES:
+        return None
+    parts = [parse_single_part(part) for part in texts]
+    if any(part is None for part in parts):
+        return None
+    return MultiPart(top.headers, parts)
 
 
 # Transfer encodings whose decoding SinglePart leaves to the email package.
@@ -278,16 +354,23 @@ class SinglePart:
         ctype = self.content_type.partition(";")[0].strip().lower()
         return ctype if ctype.count("/") == 1 else "text/plain"
 
-    def get_content_charset(self) -> str | None:
-        """The first parameter named charset (the type itself included, as
-        _get_params_preserve lists it), unquoted and lowered."""
-        if self.content_type is None:
-            return None
-        for piece in self.content_type.split(";"):
+    def param(self, wanted: str) -> str | None:
+        """The first Content-Type parameter of that name (the type itself included, as
+        _get_params_preserve lists it), unquoted as get_param unquotes it."""
+        for piece in (self.content_type or "").split(";"):
             name, eq, value = piece.partition("=")
-            if name.strip().lower() == "charset":
-                return unquote(value.strip() if eq else "").lower()
+            if name.strip().lower() == wanted:
+                return unquote(value.strip() if eq else "")
         return None
+
+    def get_content_charset(self) -> str | None:
+        charset = self.param("charset")
+        return None if charset is None else charset.lower()
+
+    def boundary(self) -> str | None:
+        """get_boundary: the parameter unquoted once more (collapse_rfc2231_value), right-stripped."""
+        boundary = self.param("boundary")
+        return None if boundary is None else unquote(boundary).rstrip()
 
     def get_payload(self, decode: bool) -> bytes:
         """The payload's bytes, decoded from its transfer encoding (`decode` must be True)."""

@@ -397,3 +397,66 @@ def test_single_part_mail_is_read_without_the_email_package_where_it_reads_plain
     assert (plain.get_content_charset(), plain.get_payload(decode=True)) == ("utf-8", b"hello")
     for odd in ("Content-Type: text/plain; charset*=utf-8''x\n\nx", "Content-Transfer-Encoding: x-uuencode\n\nx", "Content-Type: text/plain; charset=\udce9\n\nx"):
         assert isinstance(tokens.parse_single_part(odd), mime.BoundedMessage), odd
+
+
+# --- the multipart fast path agrees with the email package's parser ------------------------
+
+BOUNDARIES = st.sampled_from(["b", "=_Part_1", "simple boundary", "x--y"])
+PART_BODIES = st.sampled_from(["hello world\n", "", "\n", "line\r\nline two\r\n", "--notit\n", "text\n--b--junk\n", "=3D qp =\n", "aGVsbG8=\n"])
+
+
+@st.composite
+def multipart_messages(draw: st.DrawFn) -> bytes:
+    """Multipart mail: quoted and odd boundaries, preambles and epilogues, doubled, closing
+    and missing boundary lines, boundary look-alikes in bodies, parts with and without
+    fields, now and then a nested multipart or a digest."""
+    boundary = draw(BOUNDARIES)
+    newline = draw(NEWLINES)
+    quoted = draw(st.sampled_from([boundary, f'"{boundary}"', f'"<{boundary}>"', f'{boundary}  ']))
+    subtype = draw(st.sampled_from(["mixed", "alternative", "mixed", "digest", "related"]))
+    lines = [f"Subject: {draw(FIELD_TEXT)}{newline}", f"Content-Type: multipart/{subtype}; boundary={quoted}{newline}", newline]
+    if draw(st.booleans()):
+        lines.append(f"preamble {draw(FIELD_TEXT)}{newline}")
+    for _ in range(draw(st.integers(0, 4))):
+        after = draw(st.sampled_from(["", " ", "\t ", "--"]))
+        lines.append(f"--{boundary}{after}{newline}")
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(f"--{boundary}{newline}")  # a doubled boundary line
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
+            lines.append(f"Content-Type: multipart/alternative; boundary=inner{newline}{newline}--inner{newline}{newline}x{newline}--inner--{newline}")
+        elif kind <= 3:
+            lines.append(f"Content-Type: {draw(CONTENT_TYPES)}{newline}")
+            if draw(st.booleans()):
+                lines.append(f"Content-Transfer-Encoding: {draw(ENCODINGS)}{newline}")
+            lines.append(draw(st.sampled_from([newline, ""])))
+        lines.append(draw(PART_BODIES).replace("\n", newline).replace("--b", f"--{boundary}") + draw(FIELD_TEXT))
+        lines.append(draw(st.sampled_from([newline, ""])))
+    if draw(st.booleans()):
+        lines.append(f"--{boundary}--{draw(st.sampled_from(['', ' ']))}{newline}epilogue {draw(FIELD_TEXT)}")
+    return "".join(lines).encode(draw(st.sampled_from(["utf-8", "latin-1"])), "replace")
+
+
+def leaves(msg: object) -> list[tuple]:
+    """What the tokeniser reads of each one-part part, in order."""
+    if msg.is_multipart():
+        return [leaf for part in msg.get_payload() for leaf in leaves(part)]
+    return [(list(msg.raw_items()), msg.get_content_type(), msg.get_content_charset(), msg.get_payload(decode=True))]
+
+
+@settings(max_examples=400, deadline=None)
+@given(multipart_messages())
+def test_multipart_fast_path_agrees_with_the_parser(data: bytes) -> None:
+    from unittest import mock
+
+    from spamnb import mime, tokens
+
+    text = data.decode("ascii", "surrogateescape")
+    fast = tokens.parse_multipart(text)
+    if fast is not None:
+        slow = mime.parse(text)
+        assert slow.is_multipart() and list(fast.raw_items()) == list(slow.raw_items())
+        assert leaves(fast) == leaves(slow)
+    with_fast = Tokenizer()(data)
+    with mock.patch.object(tokens, "parse_multipart", return_value=None):
+        assert Tokenizer()(data) == with_fast
