@@ -1,5 +1,5 @@
 """The email package's parser, bounded: for multipart mail, and for a single part whose
-Content-Type or Content-Transfer-Encoding the tokeniser's own reader (tokens.SinglePart)
+Content-Type or Content-Transfer-Encoding the fast reader (message.SinglePart)
 leaves to it.  Imported only then: the email package is ~12 ms of the pipe's start-up.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 # (with its header registry: 10 ms of the one-message pipe's start-up).
 from email._policybase import Policy, compat32
 
-from spamnb.tokens import MAX_DEPTH, MAX_MESSAGES, capped
+from spamnb.message import MAX_DEPTH, MAX_MESSAGES, capped
 
 
 class TooManyParts(Exception):

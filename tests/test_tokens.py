@@ -295,7 +295,7 @@ NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
 CONTENT_TYPES = st.sampled_from([
     "text/plain", "text/html; charset=utf-8", "text/plain; charset=\"iso-8859-1\"", "TEXT/HTML", "text", "application/octet-stream",
     "multipart/mixed; boundary=x", "message/rfc822",
-    # Parameters as tokens.SinglePart reads them, and the ones it leaves to the email package.
+    # Parameters as message.SinglePart reads them, and the ones it leaves to the email package.
     "Text/Plain ; Charset = \"Windows-1252\" ", "text/plain;;charset=koi8-r;", "charset=utf-8", "text/plain; CHARSET", "text/plain;charset=<utf-8>",
     "text/plain; format=flowed; charset=iso-8859-15; charset=utf-8", "text/plain; name=\"a;b\"; charset=us-ascii", "text/plain; charset*=utf-8''x",
     "text/plain; charset=\"x\\\"y\"", "text/plain; charset=\"\xe9\"", "text/plain; charset=\"<big5>\"", "text/plain; charset=\"\"",
@@ -341,7 +341,7 @@ def test_single_part_fast_path_agrees_with_the_parser(data: bytes) -> None:
 
 
 def test_a_lazy_pattern_is_the_compiled_pattern_once_used() -> None:
-    from spamnb.tokens import Lazy
+    from spamnb.lazy import Lazy
 
     lazy, compiled = Lazy(r"(\w)(\d)?", re.I), re.compile(r"(\w)(\d)?", re.I)
     text = "a1 B c2"
@@ -367,13 +367,13 @@ def test_replaced_settings_are_checked_like_new_ones() -> None:
 
 
 def test_single_part_mail_is_read_without_the_email_package_where_it_reads_plainly() -> None:
-    from spamnb import mime, tokens
+    from spamnb import message, mime
 
-    plain = tokens.parse_single_part("Subject: hi\nContent-Type: text/plain; charset=\"UTF-8\"\nContent-Transfer-Encoding: base64\n\naGVsbG8=\n")
-    assert isinstance(plain, tokens.SinglePart)
+    plain = message.parse_single_part("Subject: hi\nContent-Type: text/plain; charset=\"UTF-8\"\nContent-Transfer-Encoding: base64\n\naGVsbG8=\n")
+    assert isinstance(plain, message.SinglePart)
     assert (plain.get_content_charset(), plain.get_payload(decode=True)) == ("utf-8", b"hello")
     for odd in ("Content-Type: text/plain; charset*=utf-8''x\n\nx", "Content-Transfer-Encoding: x-uuencode\n\nx", "Content-Type: text/plain; charset=\udce9\n\nx"):
-        assert isinstance(tokens.parse_single_part(odd), mime.BoundedMessage), odd
+        assert isinstance(message.parse_single_part(odd), mime.BoundedMessage), odd
 
 
 # --- the multipart fast path agrees with the email package's parser ------------------------
@@ -428,15 +428,15 @@ def test_multipart_fast_path_agrees_with_the_parser(data: bytes) -> None:
 
 
 def assert_read_as_the_parser_reads(data: bytes, reader: str, options: tuple[dict, ...]) -> None:
-    """The fast path `tokens.<reader>` reads, where it reads the message at all, what the
+    """The fast path `message.<reader>` reads, where it reads the message at all, what the
     email package's parser reads (the fields, and what the tokeniser asks of each
     one-part part), and the tokens are the same without it."""
     from unittest import mock
 
-    from spamnb import mime, tokens
+    from spamnb import message, mime
 
     text = data.decode("ascii", "surrogateescape")
-    fast = getattr(tokens, reader)(text)
+    fast = getattr(message, reader)(text)
     if fast is not None:
         slow = mime.parse(text)
         assert fast.is_multipart() == slow.is_multipart()
@@ -444,7 +444,7 @@ def assert_read_as_the_parser_reads(data: bytes, reader: str, options: tuple[dic
         assert leaves(fast) == leaves(slow)
     for settings_ in map(lambda o: TokenSettings(**o), options):
         with_fast = Tokenizer(settings_)(data)
-        with mock.patch.object(tokens, reader, return_value=None):
+        with mock.patch.object(message, reader, return_value=None):
             assert Tokenizer(settings_)(data) == with_fast
 
 
