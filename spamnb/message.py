@@ -54,7 +54,8 @@ def parse_bounded(data: bytes) -> Any:
                 data = data[: end.end()]
                 break
     text = data.decode("ascii", "surrogateescape")  # as BytesParser.parsebytes does
-    simple = parse_single_part(text) or parse_multipart(text)
+    top = read_part(text)
+    simple = single_part_of(top) or multipart_of(top)
     if simple is not None:
         return simple
     from spamnb import mime  # the email package: off the start-up of the pipe's single-part mail
@@ -77,7 +78,7 @@ def parse_bounded(data: bytes) -> Any:
 # (bench/tokens_identical.py) and on generated ones (tests/test_tokens.py).
 LINE_REST = r"[^\r\n]*+(?:\r\n|\r|\n|\Z)"
 # In text without a CR the same lines are `.` up to an LF, which the regex engine scans
-# 3x faster than a class (parse_single_part on the corpus: 0.59 s -> 0.40 s of CPU;
+# 3x faster than a class (read_part on the corpus: 0.59 s -> 0.40 s of CPU;
 # 3 single-part messages of 5,540 hold a CR).
 LINE_REST_LF = r".*+(?:\n|\Z)"
 
@@ -93,9 +94,8 @@ HEADER_FIELD_LF, HEADER_FIELDS_LF = field_patterns(LINE_REST_LF)
 BLANK = Lazy(r"\r\n|\r|\n")
 
 
-def parse_single_part(text: str) -> Any:
-    """The message as the email package parses it, if it is one part; else None."""
-    msg = read_part(text)
+def single_part_of(msg: Any) -> Any:
+    """The message `read_part` made, as the email package parses it, if it is one part; else None."""
     if msg is None or msg.get_content_type().split("/")[0] in ("multipart", "message"):
         return None
     return msg
@@ -151,8 +151,8 @@ class MultiPart:
         return self.parts
 
 
-def parse_multipart(text: str) -> MultiPart | None:
-    """A multipart message whose parts are each one part, as the email package parses it
+def multipart_of(top: Any) -> MultiPart | None:
+    """The message `read_part` made (`top`), if it is multipart and its parts are each one part, as the email package parses it
     (email/feedparser.py, `_parsegen`); None for anything else, or for what it reads
     specially: no boundary or no first boundary line, a digest, more than MAX_MESSAGES
     parts, a part that is itself multipart or message/*.
@@ -163,8 +163,10 @@ def parse_multipart(text: str) -> MultiPart | None:
     kind) or to the end; boundary lines right after a separating one are skipped; the
     last line end before a boundary line belongs to it; the closing line ends the parts.
     """
-    top = read_part(text)
-    if not isinstance(top, SinglePart) or top.get_content_type().split("/")[0] != "multipart" or top.get_content_type() == "multipart/digest":
+    if not isinstance(top, SinglePart):
+        return None
+    ctype = top.get_content_type()
+    if not ctype.startswith("multipart/") or ctype == "multipart/digest":
         return None
     boundary = top.boundary()
     if not boundary:
@@ -194,7 +196,7 @@ def parse_multipart(text: str) -> MultiPart | None:
             break
     if len(texts) >= MAX_MESSAGES:
         return None
-    parts = [parse_single_part(part) for part in texts]
+    parts = [single_part_of(read_part(part)) for part in texts]
     if any(part is None for part in parts):
         return None
     return MultiPart(top.headers, parts)

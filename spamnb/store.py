@@ -280,7 +280,8 @@ def zip_directory(mm: mmap.mmap) -> dict[str, Member] | None:
         fields = CENTRAL_ENTRY.unpack_from(mm, start)
         if fields[0] != b"PK\x01\x02":
             return None
-        crc, packed, size, name_len, extra_len, comment_len, offset = *fields[9:14], fields[14], fields[-1]
+        crc, packed, size, name_len, extra_len, comment_len = fields[9:15]
+        offset = fields[18]
         if ZIP64_MARK in (packed, size, offset):
             return None
         name = bytes(mm[start + CENTRAL_ENTRY.size : start + CENTRAL_ENTRY.size + name_len]).decode("utf-8")
