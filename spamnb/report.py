@@ -5,16 +5,26 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
 from spamnb import nb
 from spamnb.classifier import Scored
 from spamnb.metrics import Report
 from spamnb.model import Explanation, Model
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+
+def new_table(*columns: str, **options: Any) -> Table:
+    """A borderless table with bold headers.  rich is imported here, when a table is drawn:
+    at module level it cost every batch command about 35 ms of start-up, output to a pipe included."""
+    from rich.table import Table
+
+    return Table(*columns, **{"box": None, "header_style": "bold", **options})
 
 
 def json_line(obj: dict[str, Any]) -> str:
@@ -30,7 +40,7 @@ def scored_tsv(s: Scored) -> str:
 
 
 def scored_table(rows: Sequence[Scored]) -> Table:
-    table = Table("message", "verdict", "P(spam)", "log-odds", box=None, header_style="bold")
+    table = new_table("message", "verdict", "P(spam)", "log-odds")
     style = {"spam": "red", "ham": "green", "unsure": "yellow"}
     for s in rows:
         table.add_row(s.id, f"[{style[s.verdict]}]{s.verdict}[/]", f"{s.score:.4f}", f"{s.log_odds:+.2f}")
@@ -44,10 +54,10 @@ def fmt(value: float, percent: bool = False) -> str:
 
 
 def eval_tables(report: Report, sweep: list[tuple[float, int, int]]) -> list[Table]:
-    confusion = Table("", "flagged spam", "passed (ham or unsure)", title="confusion", box=None, header_style="bold")
+    confusion = new_table("", "flagged spam", "passed (ham or unsure)", title="confusion")
     confusion.add_row("spam", str(report.true_positives), str(report.false_negatives))
     confusion.add_row("ham", str(report.false_positives), str(report.true_negatives))
-    metrics = Table("metric", "value", title="metrics", box=None, header_style="bold")
+    metrics = new_table("metric", "value", title="metrics")
     for name, value, pct in (
         ("messages", report.messages, False),
         ("spam / ham", f"{report.spam} / {report.ham}", False),
@@ -65,7 +75,7 @@ def eval_tables(report: Report, sweep: list[tuple[float, int, int]]) -> list[Tab
         ("unsure", f"{report.unsure} ({fmt(report.unsure_rate, True)}), {report.unsure_errors} of them wrong", False),
     ):
         metrics.add_row(name, value if isinstance(value, str) else (str(value) if isinstance(value, int) else fmt(value, pct)))
-    sweep_table = Table("spam cut-off P(spam) >=", "ham lost", "spam missed", title="threshold sweep", box=None, header_style="bold")
+    sweep_table = new_table("spam cut-off P(spam) >=", "ham lost", "spam missed", title="threshold sweep")
     for cutoff, lost, missed in sweep:
         sweep_table.add_row(f"{cutoff:g}", str(lost), str(missed))
     return [confusion, metrics, sweep_table]
@@ -87,7 +97,7 @@ def score_histogram(labels: Sequence[str], log_odds: np.ndarray, bins: int = 16,
     def bar(count: int) -> str:
         return "█" * max(1 if count else 0, round(width * np.log1p(count) / top))
 
-    table = Table("log-odds", "ham", "", "spam", "", title="score distribution (bars on a log scale)", box=None, header_style="bold")
+    table = new_table("log-odds", "ham", "", "spam", "", title="score distribution (bars on a log scale)")
     for b in range(bins):
         left = "≤" if b == 0 else " "
         right = "+" if b == bins - 1 else ""
@@ -139,14 +149,14 @@ def summary(model: Model, path: str) -> dict[str, Any]:
 
 
 def token_table(title: str, rows: list[dict[str, Any]], weight_name: str = "weight") -> Table:
-    table = Table("token", weight_name, "spam msgs", "ham msgs", title=title, box=None, header_style="bold")
+    table = new_table("token", weight_name, "spam msgs", "ham msgs", title=title)
     for r in rows:
         table.add_row(r["token"], f"{r[weight_name]:+.3f}", str(r["spam_messages"]), str(r["ham_messages"]))
     return table
 
 
 def summary_table(info: dict[str, Any]) -> Table:
-    table = Table("", "", title=f"model {info['model']}", box=None, show_header=False)
+    table = new_table("", "", title=f"model {info['model']}", show_header=False)
     table.add_row("messages", f"{info['messages']['spam']} spam, {info['messages']['ham']} ham")
     table.add_row("vocabulary", f"{info['vocabulary']} tokens")
     table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
@@ -171,4 +181,6 @@ def stdout_is_terminal() -> bool:
 
 
 def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     return Console(stderr=stderr, highlight=False)
