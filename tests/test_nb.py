@@ -171,6 +171,40 @@ def test_local_rows_are_each_messages_token_counts(token_lists: list[list[str]])
         assert dict(zip([rows.tokens[c] for c in rows.cols[part]], rows.counts[part].tolist(), strict=True)) == Counter(tokens)
 
 
+def test_count_buckets_are_exact_and_about_a_tenth_wide() -> None:
+    edges = nb.bucket_edges()
+    # ceil(1.1^k) by integer arithmetic: 1.1^25 = 10.83..., 1.1^26 = 11.91..., 1.1^27 = 13.1...
+    assert edges[:13].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14]
+    assert np.all(np.diff(edges) > 0) and edges[-1] >= 1 << 62
+    b = nb.count_buckets(np.array([0, 1, 2, 9, 10, 12, 13, 14, 100, 105, 111, 1000, 1100]))
+    assert b[0] == 0 and len(set(b[:6].tolist())) == 6  # none, and each count below ten, alone
+    assert b[5] == b[6] != b[7]  # 12 and 13 share; 14 starts the next
+    assert b[8] == b[9] != b[10] and b[11] != b[12]  # within about a tenth, and not beyond
+    big = np.array([2**40, 2**40 + 1, 2**62 - 1])
+    assert np.all(np.diff(nb.count_buckets(big)[:2]) == 0) and nb.count_buckets(big)[2] < len(edges) + 1
+
+
+def test_duplicate_keys_join_tokens_whose_counts_agree_within_a_tenth() -> None:
+    df = np.array(
+        [
+            [0, 0, 0, 0, 0, 1, 3, 3],
+            [100, 105, 111, 9, 9, 100, 3, 3],
+        ]
+    )
+    counts = nb.Counts(np.array([50, 200]), df, df)
+    keys = nb.duplicate_keys(counts)
+    assert keys[0] == keys[1]  # (0, 100) and (0, 105): one source
+    assert keys[2] != keys[0]  # (0, 111) is further than a tenth from (0, 100)
+    assert keys[5] != keys[0]  # seen in one ham is not seen in none
+    assert np.all(keys[3:5] == -1) and np.all(keys[6:] == -1)  # fewer than DUPLICATE_MIN messages: each alone
+    assert nb.duplicate_keys(counts, least=5)[3] == nb.duplicate_keys(counts, least=5)[4]
+    assert np.all(nb.duplicate_keys(counts, least=0) == -1)
+    # A subset of the columns (the one-message path) groups them as the whole table does.
+    cols = np.array([1, 5, 0])
+    sub = nb.duplicate_keys(counts, cols)
+    assert sub[0] == sub[2] != sub[1]
+
+
 @settings(max_examples=60)
 @given(TOKEN_LISTS, st.sampled_from(["fisher", "multinomial", "bernoulli"]), st.integers(0, 3))
 def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[str]], event: str, seed: int) -> None:
