@@ -426,11 +426,13 @@ def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> 
     """The distinct ceil((a/b)^k), k = 0, 1, ..., up to `top`, in exact integer arithmetic
     (so that a count's bucket never depends on a platform's logarithm)."""
     a, b = step
-    edges, k = [], 0
-    while not edges or edges[-1] < top:
-        edges.append(-(-(a**k) // b**k))
-        k += 1
-    return np.unique(np.array(edges, dtype=np.int64))
+    num, den, edges = 1, 1, [1]  # (a/b)^k = num / den
+    while edges[-1] < top:
+        num, den = num * a, den * b
+        edge = -(-num // den)
+        if edge > edges[-1]:
+            edges.append(edge)
+    return np.array(edges, dtype=np.int64)
 
 
 def count_buckets(counts: np.ndarray) -> np.ndarray:
