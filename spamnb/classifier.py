@@ -230,7 +230,7 @@ def classify(
         vocab=vocab,
         table=table,
         b=b,
-        keys=nb.duplicate_keys(model.counts),
+        keys=nb.duplicate_keys(model.counts, least=model.scoring.event_model().duplicate_min),
         event=model.scoring.event_model(),
     )
     batches: deque[list[Item]] = deque()
@@ -349,7 +349,7 @@ def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | 
     table[:] = event.unknown_row()
     table[seen] = table_seen
     keys = np.full(train.n_features, -1, np.int64)
-    keys[seen] = nb.duplicate_keys(kept)
+    keys[seen] = nb.duplicate_keys(kept, least=event.duplicate_min)
     return nb.batch_log_odds(event, table, b, X, keys=keys)
 
 

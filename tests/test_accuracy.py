@@ -54,7 +54,7 @@ def test_fisher_matches_hand_computation():
         tf=np.array([[1, 9, 2], [4, 1, 2]]),
         df=np.array([[1, 8, 2], [4, 1, 2]]),
     )
-    model = nb.Fisher(alpha=0.45, independence=1.0)  # Robinson's combining as published
+    model = nb.Fisher(alpha=0.45, independence=1.0, power=1.0, mean_weight=0.0)  # Robinson's combining as published
     f, seen = model.token_prob(counts)
     b, g = counts.df[1] / 5, counts.df[0] / 10
     n = counts.df.sum(axis=0)
@@ -80,17 +80,44 @@ def test_fisher_log_odds_keep_ranking_where_the_indicator_rounds_to_one():
     assert np.all(np.isfinite(lo)) and lo[0] > lo[1] > 30
 
 
-@pytest.mark.parametrize("independence", [0.5, 0.25])
-def test_fisher_independence_counts_n_tokens_as_fewer_tests(independence: float) -> None:
-    """n tokens at independence c score as round(c n) tokens with the same mean ln f, ln(1 - f)."""
-    z = np.array([[-40.0, -300.0, 40], [-6.0, -2.0, 4], [-0.2, -2.5, 1]])
-    n = np.maximum(np.rint(z[:, 2] * independence), 1)
+@pytest.mark.parametrize(("independence", "power"), [(0.5, 1.0), (0.25, 1.0), (1.0, 0.8), (1.0, 0.5), (0.5, 0.8)])
+def test_fisher_counts_n_tokens_as_fewer_tests(independence: float, power: float) -> None:
+    """n tokens at (c, p) score as round(c n^p) tokens with the same mean ln f, ln(1 - f)."""
+    z = np.array([[-40.0, -300.0, 40], [-6.0, -2.0, 4], [-0.2, -2.5, 1], [-900.0, -40.0, 700]])
+    n = np.maximum(np.rint(independence * z[:, 2] ** power), 1)
     shrunk = np.column_stack([z[:, 0] * n / z[:, 2], z[:, 1] * n / z[:, 2], n])
-    np.testing.assert_allclose(nb.Fisher(independence=independence).combine(z), nb.Fisher(independence=1.0).combine(shrunk), rtol=1e-12)
+    published = nb.Fisher(independence=1.0, power=1.0, mean_weight=0.0)
+    ours = nb.Fisher(independence=independence, power=power, mean_weight=0.0)
+    np.testing.assert_allclose(ours.combine(z), published.combine(shrunk), rtol=1e-12)
     # fewer tests: less sure, same side
-    full = nb.Fisher(independence=1.0).combine(z)
-    assert np.all(np.abs(nb.Fisher(independence=independence).combine(z)) <= np.abs(full) + 1e-12)
-    assert np.all(np.sign(nb.Fisher(independence=independence).combine(z)) == np.sign(full))
+    full = published.combine(z)
+    assert np.all(np.abs(ours.combine(z)) <= np.abs(full) + 1e-12)
+    assert np.all(np.sign(ours.combine(z)) == np.sign(full))
+
+
+def test_fisher_default_tests_grow_slower_than_the_tokens() -> None:
+    """By default n tokens are n ** 0.8 tests: all of a short message's, a third of a long one's."""
+    model = nb.Fisher(mean_weight=0.0)
+    # the same mean ln f, ln(1 - f) per token; only the number of tokens differs
+    z = np.array([[-0.3, -1.5, 1.0]]) * np.array([[1], [2], [32], [400]])
+    tests = np.array([1.0, 2.0, 16.0, 121.0])  # round(n ** 0.8) for n = 1, 2, 32, 400
+    as_tests = nb.Fisher(independence=1.0, power=1.0, mean_weight=0.0).combine(np.column_stack([-0.3 * tests, -1.5 * tests, tests]))
+    np.testing.assert_allclose(model.combine(z), as_tests, rtol=1e-12)
+
+
+def test_fisher_adds_the_geometric_mean_rule() -> None:
+    """The default log-odds: the chi-square indicator's logit plus 5 times the mean ln(f / (1 - f))."""
+    z = np.array([[-40.0, -300.0, 40], [-6.0, -2.0, 4], [-0.2, -2.5, 1], [-900.0, -40.0, 700], [-1.4, -1.4, 2]])
+    chi_square = nb.Fisher(mean_weight=0.0).combine(z)
+    mean_logit = (z[:, 0] - z[:, 1]) / z[:, 2]
+    np.testing.assert_allclose(nb.Fisher().combine(z), chi_square + 5.0 * mean_logit, rtol=1e-12)
+    np.testing.assert_allclose(nb.Fisher().combine(z, 0.5) - nb.Fisher().combine(z), 0.5, rtol=1e-12)
+    # It ranks where both tests saturate: many strong words of both kinds, one side stronger.
+    both = np.array([[-2000.0, -2100.0, 1000], [-2000.0, -2300.0, 1000]])
+    assert nb.Fisher(mean_weight=0.0).combine(both)[0] == pytest.approx(nb.Fisher(mean_weight=0.0).combine(both)[1], abs=1e-9)
+    assert nb.Fisher().combine(both)[1] > nb.Fisher().combine(both)[0]
+    # Neutral evidence (f = 1/2) and an empty message stay exactly undecided.
+    assert list(nb.Fisher().combine(np.array([[2 * np.log(0.5), 2 * np.log(0.5), 2.0], [0.0, 0.0, 0.0]]))) == [0.0, 0.0]
 
 
 def test_platt_fit_recovers_a_known_calibration():

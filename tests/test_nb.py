@@ -125,7 +125,7 @@ def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
 def test_tokens_of_the_same_messages_are_one_piece_of_evidence(name: str) -> None:
     """Columns 0-2 were learnt from the same 12 messages (a list's headers): a message holding
     all three scores as one holding one of them; rarer twins (columns 3, 4) stay apart."""
-    least = nb.DUPLICATE_MIN
+    least = nb.event_model(name).duplicate_min
     df = np.array([[2, 2, 2, 0, 0, 5], [10, 10, 10, 1, 1, 1]])
     assert df[:, 0].sum() >= least > df[:, 3].sum()
     counts = nb.Counts(docs=np.array([20, 20]), tf=df.copy(), df=df)
@@ -169,6 +169,52 @@ def test_local_rows_are_each_messages_token_counts(token_lists: list[list[str]])
     for i, tokens in enumerate(token_lists):
         part = slice(starts[i], starts[i + 1])
         assert dict(zip([rows.tokens[c] for c in rows.cols[part]], rows.counts[part].tolist(), strict=True)) == Counter(tokens)
+
+
+def test_count_buckets_are_exact_and_about_a_tenth_wide() -> None:
+    edges = nb.bucket_edges()
+    # ceil(1.1^k) by integer arithmetic: 1.1^25 = 10.83..., 1.1^26 = 11.91..., 1.1^27 = 13.1...
+    assert edges[:13].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14]
+    assert np.all(np.diff(edges) > 0) and edges[-1] >= 1 << 62
+    b = nb.count_buckets(np.array([0, 1, 2, 9, 10, 12, 13, 14, 100, 105, 111, 1000, 1100]))
+    assert b[0] == 0 and len(set(b[:6].tolist())) == 6  # none, and each count below ten, alone
+    assert b[5] == b[6] != b[7]  # 12 and 13 share; 14 starts the next
+    assert b[8] == b[9] != b[10] and b[11] != b[12]  # within about a tenth, and not beyond
+    big = np.array([2**40, 2**40 + 1, 2**62 - 1])
+    assert np.all(np.diff(nb.count_buckets(big)[:2]) == 0) and nb.count_buckets(big)[2] < len(edges) + 1
+
+
+def test_each_event_model_counts_duplicates_from_its_own_threshold() -> None:
+    """Fisher groups tokens from 7 messages on; the linear models from DUPLICATE_MIN (10)."""
+    assert nb.event_model("fisher").duplicate_min == 7
+    assert nb.event_model("multinomial").duplicate_min == nb.event_model("bernoulli").duplicate_min == nb.DUPLICATE_MIN == 10
+    df = np.array([[0, 0, 5], [8, 8, 1]])  # columns 0 and 1: the same 8 spam messages
+    counts = nb.Counts(docs=np.array([20, 20]), tf=df.copy(), df=df)
+    one, two = np.array([[1.0, 0, 1]]), np.array([[1.0, 1, 1]])
+    fisher, multinomial = nb.event_model("fisher"), nb.event_model("multinomial")
+    assert nb.log_odds(fisher, counts, two) == pytest.approx(nb.log_odds(fisher, counts, one), abs=1e-12)
+    assert nb.log_odds(multinomial, counts, two) > nb.log_odds(multinomial, counts, one)
+
+
+def test_duplicate_keys_join_tokens_whose_counts_agree_within_a_tenth() -> None:
+    df = np.array(
+        [
+            [0, 0, 0, 0, 0, 1, 3, 3],
+            [100, 105, 111, 5, 5, 100, 3, 3],
+        ]
+    )
+    counts = nb.Counts(np.array([50, 200]), df, df)
+    keys = nb.duplicate_keys(counts)
+    assert keys[0] == keys[1]  # (0, 100) and (0, 105): one source
+    assert keys[2] != keys[0]  # (0, 111) is further than a tenth from (0, 100)
+    assert keys[5] != keys[0]  # seen in one ham is not seen in none
+    assert np.all(keys[3:5] == -1) and np.all(keys[6:] == -1)  # fewer than DUPLICATE_MIN messages: each alone
+    assert nb.duplicate_keys(counts, least=5)[3] == nb.duplicate_keys(counts, least=5)[4]
+    assert np.all(nb.duplicate_keys(counts, least=0) == -1)
+    # A subset of the columns (the one-message path) groups them as the whole table does.
+    cols = np.array([1, 5, 0])
+    sub = nb.duplicate_keys(counts, cols)
+    assert sub[0] == sub[2] != sub[1]
 
 
 @settings(max_examples=60)
@@ -240,10 +286,18 @@ def test_batch_scoring_equals_the_joint_log_likelihood(event: str) -> None:
     vocab = model.growable()
     tokenize = Tokenizer(model.tokens)
     X = count_rows([vocab.lookup(tokenize(m)) for m in UNSEEN], len(vocab))
-    jll = nb.joint_log_likelihood(model.scoring.event_model(), model.counts, X)
+    event = model.scoring.event_model()
+    jll = nb.joint_log_likelihood(event, model.counts, X)
+    # Less the duplicate evidence rule's surplus: tokens sharing a key in a message count
+    # once between them (at DUPLICATE_MIN 7 some of this small model's tokens do).
+    rows, cols, values = nb.entries(X)
+    shares = nb.duplicate_shares(rows, cols, nb.duplicate_keys(model.counts))
+    w, _ = model.weights()
+    surplus = np.bincount(rows, weights=(1 - shares) * np.asarray(event.prepare(values), dtype=np.float64) * w[cols], minlength=X.shape[0])
+    expected = jll[:, 1] - jll[:, 0] - surplus
     scored = list(classifier.classify(model, [Message(str(i), m) for i, m in enumerate(UNSEEN)]))
-    np.testing.assert_allclose([s.log_odds for s in scored], jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
-    np.testing.assert_allclose([s.score for s in scored], 1 / (1 + np.exp(-(jll[:, 1] - jll[:, 0]))), rtol=1e-12)
+    np.testing.assert_allclose([s.log_odds for s in scored], expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose([s.score for s in scored], 1 / (1 + np.exp(-expected)), rtol=1e-12)
 
 
 def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
@@ -259,7 +313,7 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     assert 0 < e_diluted.log_odds < e_known.log_odds
     event = model.scoring.event_model()
     table, b = model.table(e_known.cols)
-    keys = nb.duplicate_keys(model.counts, e_known.cols)
+    keys = nb.duplicate_keys(model.counts, e_known.cols, event.duplicate_min)
     shares = nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)
     by_hand = shares @ table + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
     assert e_diluted.log_odds == pytest.approx(float(event.combine(by_hand[None, :], b)[0]), abs=1e-12)
