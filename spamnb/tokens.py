@@ -349,7 +349,7 @@ def run_host(run: str, at_word_end: bool) -> str | None:
 def url_tokens(text: str) -> list[str]:
     """Each link's host, its parent domains, and whether it is a bare IP address."""
     out = []
-    for m in url_matches_ascii(text) if text.isascii() else URL.finditer(text):
+    for m in url_matches(text):
         host = m.group(1).lower()
         if IPV4.fullmatch(host):
             out += ["url:ip-address", "url:" + host]
@@ -358,14 +358,17 @@ def url_tokens(text: str) -> list[str]:
     return out
 
 
-def url_matches_ascii(text: str) -> Iterator[re.Match[str]]:
-    """`URL.finditer(text)` for ASCII text, found from each `://` by a plain search.
+def url_matches(text: str) -> Iterator[re.Match[str]]:
+    """`URL.finditer(text)`, found from each `://` by a plain search.
 
     The case-blind pattern tried at every character was most of url_tokens' time.
     A match holds one `://`, its scheme right before it (`https`, `http` or `ftp`,
     so starting 5, 4 or 3 characters back), and its host and port hold no `://`:
     so each `://` is tried at those starts, leftmost first, none before the end of
-    the previous match, exactly as finditer would.
+    the previous match, exactly as finditer would.  Case-blind matching pairs
+    characters one to one, also beyond ASCII (the long s for `s`, the Kelvin sign for `k`),
+    so the scheme is 3 to 5 characters long in any text: url_tokens of the corpus's
+    non-ASCII texts took 0.19 s of CPU with finditer, 0.03 s so.
     """
     end = 0
     i = text.find("://")

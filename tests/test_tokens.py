@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamnb.mime import BoundedMessage
-from spamnb.tokens import Tokenizer, TokenSettings, stopword_set
+from spamnb.tokens import URL, Tokenizer, TokenSettings, stopword_set, url_matches
 from tests.conftest import ENVELOPE, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
@@ -455,3 +455,14 @@ def test_every_content_type_and_encoding_of_the_generators_reads_as_the_parser_r
         for cte in ENCODINGS.elements:
             data = f"Subject: x\nContent-Type: {ctype}\nContent-Transfer-Encoding: {cte}\n\naGVsbG8gPTNE\n".encode("latin-1", "replace")
             assert_read_as_the_parser_reads(data, "single_part_of", ({},))
+
+
+# Scheme letters and their case-blind partners beyond ASCII (long s, Kelvin sign), the
+# pieces of a link, and other text.
+URL_PIECES = st.sampled_from(["http", "HTTPS", "ftp", "s", "\u017f", "\u212a", "k", "://", ":", "/", ":80", "a.b", "é", " ", "x"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(URL_PIECES, max_size=12).map("".join))
+def test_url_matches_are_finditers_matches(text: str) -> None:
+    assert [m.span() for m in url_matches(text)] == [m.span() for m in URL.finditer(text)]
