@@ -86,6 +86,12 @@ def word_pattern(letter: str, at_least_two: bool) -> Lazy:
 # on the corpus's ASCII texts: 1.3 s of CPU against 1.9 s).
 ASCII_LETTER = "[a-zA-Z0-9]"
 UNICODE_LETTER = r"[^\W_]"
+# Likewise on text of the first 256 code points, `[^\W_]` spelt out (what isalnum()
+# holds there).  Most non-ASCII mail text is such (an HTML `&nbsp;`, cp1252 and
+# Latin-1 mail: 1,002 of the corpus's 1,325 non-ASCII texts), and holds no CJK either:
+# words of those texts 0.30 s -> 0.14 s of CPU (findall and the CJK search);
+# tokeniser CPU 4.29 -> 4.16 s.
+LATIN1_LETTER = "[" + "".join(c for c in map(chr, range(256)) if c.isalnum()) + "]"
 # Scripts written without spaces between words: a run of them becomes character
 # bigrams, the usual unit for Chinese and Japanese text.
 CJK = Lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
@@ -157,6 +163,7 @@ class Tokenizer:
         self._stop = stopword_set() if self.settings.stopwords else frozenset()
         at_least_two = self.settings.min_len >= 2
         self._word_ascii = word_pattern(ASCII_LETTER, at_least_two)
+        self._word_latin1 = word_pattern(LATIN1_LETTER, at_least_two)
         self._word_unicode = word_pattern(UNICODE_LETTER, at_least_two)
         # Words the pattern finds that may still be too short.
         self._min_checked = 2 if at_least_two else 1
@@ -212,9 +219,11 @@ class Tokenizer:
         s = self.settings
         if s.lowercase:
             text = text.lower()
-        # CJK letters are never ASCII; isascii() is O(1), the search a pass over the text (-6% tokeniser time).
+        # CJK letters are never ASCII (nor Latin-1); isascii() is O(1), the search a pass over the text (-6% tokeniser time).
         if text.isascii():
             found = self._word_ascii.findall(text)
+        elif is_latin1(text):
+            found = self._word_latin1.findall(text)
         else:
             if CJK.search(text):
                 text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
@@ -379,6 +388,16 @@ def url_matches(text: str) -> Iterator[re.Match[str]]:
                 end = m.end()
                 break
         i = text.find("://", i + 3)
+
+
+def is_latin1(text: str) -> bool:
+    """Whether every character of `text` is among the first 256 code points (in C: a
+    copy where they are, else a scan up to the first that is not)."""
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def cjk_bigrams(run: str) -> str:

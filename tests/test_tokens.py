@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamnb.mime import BoundedMessage
-from spamnb.tokens import URL, Tokenizer, TokenSettings, stopword_set, url_matches
+from spamnb.tokens import LATIN1_LETTER, UNICODE_LETTER, URL, Tokenizer, TokenSettings, stopword_set, url_matches
 from tests.conftest import ENVELOPE, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
@@ -466,3 +466,15 @@ URL_PIECES = st.sampled_from(["http", "HTTPS", "ftp", "s", "\u017f", "\u212a", "
 @given(st.lists(URL_PIECES, max_size=12).map("".join))
 def test_url_matches_are_finditers_matches(text: str) -> None:
     assert [m.span() for m in url_matches(text)] == [m.span() for m in URL.finditer(text)]
+
+
+def test_latin1_letters_are_the_unicode_letters_of_the_first_256_code_points() -> None:
+    letter, latin1 = re.compile(UNICODE_LETTER), re.compile(LATIN1_LETTER)
+    assert all(bool(latin1.fullmatch(chr(c))) == bool(letter.fullmatch(chr(c))) for c in range(256))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(max_codepoint=255), max_size=60), st.sampled_from([1, 2]))
+def test_latin1_text_has_the_words_of_the_unicode_pattern(text: str, min_len: int) -> None:
+    tokenizer = Tokenizer(TokenSettings(min_len=min_len))
+    assert tokenizer._word_latin1.findall(text) == tokenizer._word_unicode.findall(text)
