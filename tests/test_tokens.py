@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamnb.mime import BoundedMessage
-from spamnb.tokens import LATIN1_LETTER, UNICODE_LETTER, URL, Tokenizer, TokenSettings, stopword_set, url_matches
+from spamnb.tokens import (
+    EIGHT_BIT_CHARSETS,
+    UNICODE_LETTER,
+    URL,
+    Tokenizer,
+    TokenSettings,
+    charset_letter,
+    stopword_set,
+    url_matches,
+)
 from tests.conftest import ENVELOPE, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
@@ -468,13 +477,20 @@ def test_url_matches_are_finditers_matches(text: str) -> None:
     assert [m.span() for m in url_matches(text)] == [m.span() for m in URL.finditer(text)]
 
 
-def test_latin1_letters_are_the_unicode_letters_of_the_first_256_code_points() -> None:
-    letter, latin1 = re.compile(UNICODE_LETTER), re.compile(LATIN1_LETTER)
-    assert all(bool(latin1.fullmatch(chr(c))) == bool(letter.fullmatch(chr(c))) for c in range(256))
+@pytest.mark.parametrize("charset", EIGHT_BIT_CHARSETS)
+def test_8bit_charset_letters_are_its_unicode_letters(charset: str) -> None:
+    letter, ours = re.compile(UNICODE_LETTER), re.compile(charset_letter(charset))
+    for c in bytes(range(256)).decode(charset, errors="ignore"):
+        assert bool(ours.fullmatch(c)) == bool(letter.fullmatch(c)), c
+
+
+LATIN1 = st.characters(max_codepoint=255)
+CP1252 = st.sampled_from(bytes(range(256)).decode("cp1252", errors="ignore"))
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(st.characters(max_codepoint=255), max_size=60), st.sampled_from([1, 2]))
-def test_latin1_text_has_the_words_of_the_unicode_pattern(text: str, min_len: int) -> None:
-    tokenizer = Tokenizer(TokenSettings(min_len=min_len))
-    assert tokenizer._word_latin1.findall(text) == tokenizer._word_unicode.findall(text)
+@given(st.one_of(st.text(LATIN1, max_size=60), st.text(CP1252, max_size=60)), st.sampled_from([1, 2]))
+def test_8bit_text_has_the_words_of_the_unicode_pattern(text: str, min_len: int) -> None:
+    tokenizer, general = Tokenizer(TokenSettings(min_len=min_len)), Tokenizer(TokenSettings(min_len=min_len))
+    general._word_8bit = []  # every non-ASCII text through the Unicode pattern and the CJK search
+    assert tokenizer.words(text) == general.words(text)
