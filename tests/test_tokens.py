@@ -494,3 +494,14 @@ def test_8bit_text_has_the_words_of_the_unicode_pattern(text: str, min_len: int)
     tokenizer, general = Tokenizer(TokenSettings(min_len=min_len)), Tokenizer(TokenSettings(min_len=min_len))
     general._word_8bit = []  # every non-ASCII text through the Unicode pattern and the CJK search
     assert tokenizer.words(text) == general.words(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("aB1.-' \n_"), max_size=80), st.integers(1, 8))
+def test_over_long_words_are_found_whatever_the_bound(text: str, max_len: int) -> None:
+    """words' look for a long run of word characters before the words' lengths misses no over-long word."""
+    tokenizer = Tokenizer(TokenSettings(min_len=1, max_len=max_len))
+    found = tokenizer._word_ascii.findall(text.lower())
+    assert tokenizer.words(text) == [w for w in found if len(w) <= max_len] + [
+        f"skip:{w[0]}{len(w) // 10 * 10}" for w in found if len(w) > max_len
+    ]
