@@ -102,8 +102,9 @@ def charset_letter(charset: str) -> str:
     return "[" + "".join(c for c in characters if c.isalnum()) + "]"
 
 
-# ASCII bytes, those that may be in a word (letters, digits, joiners) made `a`, the rest a space.
-WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ") for c in range(128)) + bytes(128)
+# For ASCII text's bytes: those that may be in a word (letters, digits, joiners) made
+# `a`, the rest a space (see Tokenizer.words).
+WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ") for c in range(128)) + b" " * 128
 
 
 # Scripts written without spaces between words: a run of them becomes character
@@ -234,7 +235,7 @@ class Tokenizer:
         s = self.settings
         if s.lowercase:
             text = text.lower()
-        # CJK letters are never ASCII (nor Latin-1); isascii() is O(1), the search a pass over the text (-6% tokeniser time).
+        # CJK letters are never ASCII (nor in EIGHT_BIT_CHARSETS); isascii() is O(1), the search a pass over the text (-6% tokeniser time).
         hi = s.max_len
         if text.isascii():
             found = self._word_ascii.findall(text)
