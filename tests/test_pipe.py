@@ -491,3 +491,17 @@ def test_pipe_batch_and_explain_agree_on_messages_with_unknown_tokens(model: Pat
         assert float(match.group(2)) == pytest.approx(scored.score, abs=5e-5)
         assert status == pipe.EXIT[scored.verdict]
     assert explained.unknown > 30
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b":", b"From "]), max_size=16).map(b"".join))
+def test_split_message_cuts_where_the_blank_line_pattern_finds(data: bytes) -> None:
+    """split_message's two plain searches (the second bounded by the first) cut where BLANK_LINE.search does."""
+    envelope, head, rest = headers.split_message(data)
+    body = data[len(envelope) :]
+    if body.startswith((b"\n", b"\r\n")):
+        assert (head, rest) == (b"", body)
+        return
+    blank = headers.BLANK_LINE.search(body)
+    cut = body.index(b"\n", blank.start()) + 1 if blank else len(body)
+    assert (head, rest) == (body[:cut], body[cut:])

@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamnb.mime import BoundedMessage
-from spamnb.tokens import Tokenizer, TokenSettings, stopword_set
+from spamnb.tokens import (
+    EIGHT_BIT_CHARSETS,
+    UNICODE_LETTER,
+    URL,
+    Tokenizer,
+    TokenSettings,
+    charset_letter,
+    stopword_set,
+    url_matches,
+)
 from tests.conftest import ENVELOPE, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
@@ -455,3 +464,44 @@ def test_every_content_type_and_encoding_of_the_generators_reads_as_the_parser_r
         for cte in ENCODINGS.elements:
             data = f"Subject: x\nContent-Type: {ctype}\nContent-Transfer-Encoding: {cte}\n\naGVsbG8gPTNE\n".encode("latin-1", "replace")
             assert_read_as_the_parser_reads(data, "single_part_of", ({},))
+
+
+# Scheme letters and their case-blind partners beyond ASCII (long s, Kelvin sign), the
+# pieces of a link, and other text.
+URL_PIECES = st.sampled_from(["http", "HTTPS", "ftp", "s", "\u017f", "\u212a", "k", "://", ":", "/", ":80", "a.b", "é", " ", "x"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(URL_PIECES, max_size=12).map("".join))
+def test_url_matches_are_finditers_matches(text: str) -> None:
+    assert [m.span() for m in url_matches(text)] == [m.span() for m in URL.finditer(text)]
+
+
+@pytest.mark.parametrize("charset", EIGHT_BIT_CHARSETS)
+def test_8bit_charset_letters_are_its_unicode_letters(charset: str) -> None:
+    letter, ours = re.compile(UNICODE_LETTER), re.compile(charset_letter(charset))
+    for c in bytes(range(256)).decode(charset, errors="ignore"):
+        assert bool(ours.fullmatch(c)) == bool(letter.fullmatch(c)), c
+
+
+LATIN1 = st.characters(max_codepoint=255)
+CP1252 = st.sampled_from(bytes(range(256)).decode("cp1252", errors="ignore"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(LATIN1, max_size=60), st.text(CP1252, max_size=60)), st.sampled_from([1, 2]))
+def test_8bit_text_has_the_words_of_the_unicode_pattern(text: str, min_len: int) -> None:
+    tokenizer, general = Tokenizer(TokenSettings(min_len=min_len)), Tokenizer(TokenSettings(min_len=min_len))
+    general._word_8bit = []  # every non-ASCII text through the Unicode pattern and the CJK search
+    assert tokenizer.words(text) == general.words(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("aB1.-' \n_"), max_size=80), st.integers(1, 8))
+def test_over_long_words_are_found_whatever_the_bound(text: str, max_len: int) -> None:
+    """words' look for a long run of word characters before the words' lengths misses no over-long word."""
+    tokenizer = Tokenizer(TokenSettings(min_len=1, max_len=max_len))
+    found = tokenizer._word_ascii.findall(text.lower())
+    assert tokenizer.words(text) == [w for w in found if len(w) <= max_len] + [
+        f"skip:{w[0]}{len(w) // 10 * 10}" for w in found if len(w) > max_len
+    ]
