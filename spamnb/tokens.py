@@ -218,7 +218,9 @@ class Tokenizer:
             tokens.extend(url_tokens(text))
             if subtype == "html":
                 text = html_to_text(text)
-            tokens.extend(self.ngrams(self.words(text)))
+            words = self.words(text)
+            # Unigrams are the words themselves: no copy (0.02 s of CPU on the corpus).
+            tokens += self.ngrams(words) if self.settings.ngram > 1 else words
         return tokens
 
     def header_tokens(self, name: str, value: str) -> list[str]:
@@ -265,12 +267,16 @@ class Tokenizer:
         # The length filter was 10% of word time (0.3 s of 3.1 s); most texts need none.
         # max with key=len: 0.19 s against 0.23 s for max(map(len, ...)) on the corpus's header words.
         too_long = may_be_long and bool(found) and len(max(found, key=len)) > hi
-        if too_long or lo > self._min_checked:
-            out = [w for w in found if lo <= len(w) <= hi and w not in stop]
-        elif stop:
-            out = [w for w in found if w not in stop]
+        if lo > self._min_checked:
+            out = [w for w in found if lo <= len(w) <= hi]
+        elif too_long:
+            # The pattern finds no word shorter than `lo` here: the upper bound alone
+            # (0.053 -> 0.018 s of CPU on the corpus's 855 texts with an over-long word).
+            out = [w for w in found if len(w) <= hi]
         else:
             out = found
+        if stop:
+            out = [w for w in out if w not in stop]
         if too_long:
             # Over-long words (encoded junk, hashes) as a bucket of first letter and length
             # in tens, SpamBayes's "skip" tokens: Fisher 1-AUC 0.0373% -> 0.0369%.
