@@ -24,7 +24,7 @@ from unittest import mock
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from spamnb import classifier, headers, sources, store
@@ -32,7 +32,7 @@ from spamnb.classifier import Scored
 from spamnb.cli import cli
 from spamnb.model import Model
 from spamnb.sources import Problem
-from spamnb.tokens import Tokenizer, host_names, received_parts, received_tokens
+from spamnb.tokens import NOT_LETTERS, Tokenizer, TokenSettings, host_names, received_parts, received_tokens
 from tests.conftest import ENVELOPE, make_mail, mboxrd
 from tests.test_pipe import FAST, HAM_MAIL, SPAM_MAIL, run_pipe, small_model, verdict_of
 
@@ -424,4 +424,25 @@ def test_host_names_are_those_of_the_backtracking_regex(text: str) -> None:
 @given(st.lists(st.sampled_from(["1", "19", "192", ".", "a", "ab", "-", "_", " ", "[", "(", "Z", "mail", "com"]), max_size=30).map("".join))
 def test_received_tokens_by_dotted_runs_are_those_of_the_whole_field(text: str) -> None:
     networks, domains = received_parts(text)
-    assert received_tokens(text) == networks + domains
+    assert received_tokens(text) == (*networks, *domains)
+
+
+RECEIVED_PIECES = ["1", "192", ".", ".", "a", "ab", "Ab", "-", "--", "_", "'", " ", "[", "Z", "mail.", ".com", "x9", "a.bc"]
+WORD_SETTINGS = [TokenSettings(), TokenSettings(lowercase=False), TokenSettings(min_len=1, max_len=6), TokenSettings(min_len=4), TokenSettings(stopwords=True)]
+
+
+@FAST
+@given(st.lists(st.sampled_from(RECEIVED_PIECES), max_size=30).map("".join), st.sampled_from(WORD_SETTINGS))
+@example("a.bc--d.ef", TokenSettings())  # one run, its two words
+@example("a_bc.de", TokenSettings())  # the run has no host, its word has
+@example("a.bc-.de", TokenSettings())  # a dot in no word
+def test_received_tokens_from_the_words_are_those_of_the_dotted_runs(text: str, settings: TokenSettings) -> None:
+    """Where dotted_chunks takes the field's dotted words for its dotted runs, their tokens are the same."""
+    words = Tokenizer(settings).words(text)
+    assert received_tokens(text, words) == received_tokens(text)
+
+
+@FAST
+@given(st.text(alphabet=NOT_LETTERS + " []();:"))
+def test_ascii_without_letters_holds_no_host_name(text: str) -> None:
+    assert host_names(text) == []

@@ -505,3 +505,26 @@ def test_over_long_words_are_found_whatever_the_bound(text: str, max_len: int) -
     assert tokenizer.words(text) == [w for w in found if len(w) <= max_len] + [
         f"skip:{w[0]}{len(w) // 10 * 10}" for w in found if len(w) > max_len
     ]
+
+
+WORD_PIECES = st.sampled_from(["the", "a", "I", "and", "x", "ab", "Abc", "abcdef", "abcdefghij", "a.b", "'", "-", ".", " ", "\n", "_", "\xe9", "1"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(WORD_PIECES, max_size=40).map("".join),
+    st.integers(1, 4),
+    st.integers(0, 8),
+    st.booleans(),
+    st.booleans(),
+)
+def test_words_are_the_found_words_within_the_bounds_less_stopwords(text: str, min_len: int, extra: int, stopwords: bool, lowercase: bool) -> None:
+    """words against its definition: every word of the general pattern, kept if within the bounds and no
+    stopword, and a skip token for each over-long one."""
+    max_len = min_len + extra
+    tokenizer = Tokenizer(TokenSettings(min_len=min_len, max_len=max_len, stopwords=stopwords, lowercase=lowercase))
+    found = re.findall(r"[^\W_]+(?:['.\-][^\W_]+)*", text.lower() if lowercase else text)
+    stop = stopword_set() if stopwords else frozenset()
+    assert tokenizer.words(text) == [w for w in found if min_len <= len(w) <= max_len and w not in stop] + [
+        f"skip:{w[0]}{len(w) // 10 * 10}" for w in found if len(w) > max_len
+    ]
