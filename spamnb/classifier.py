@@ -154,8 +154,8 @@ def learn(
     if sample.items:
         cols, counts, classes = zip(*sample.items, strict=True)
         lengths = np.array([len(c) for c in cols], dtype=np.int64)
-        X = rows_matrix(np.concatenate(cols), np.concatenate(counts), lengths, len(vocab))
-        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, X, np.asarray(classes))
+        flat = Flat(np.concatenate(cols), np.concatenate(counts), lengths)
+        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, flat, np.asarray(classes))
     return report
 
 
@@ -321,7 +321,7 @@ def cross_validate(
         nb.check_trained(train)
         odds[test] = fold_log_odds(event, train, X[test], (pruning or nb.Pruning()).keep(train))
         # As `train` would: calibration fitted on the fold's own training messages only.
-        fitted = calibrated(scoring, event, train, X[train_rows], y[train_rows])
+        fitted = calibrated(scoring, event, train, Flat.of_matrix(X[train_rows]), y[train_rows])
         probs[test] = fitted.probabilities(odds[test])
     scored = [
         Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
@@ -336,11 +336,33 @@ def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
     return out
 
 
-def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None) -> np.ndarray:
-    """Log-odds of the rows X under a model of the counts `train`, which knows only its own
-    tokens (`seen`: those kept by pruning; by default every token with a count).  The other
-    columns are tokens unknown to that model, scored as `classify` scores tokens missing
-    from the vocabulary (the event model's `unknown_row`)."""
+class Flat(NamedTuple):
+    """Messages as flat entries: message i is `lengths[i]` distinct columns with their counts.
+
+    The calibration works on these, numpy only: `train` then never imports scipy.sparse,
+    whose import alone (array_api_compat cloning numpy) took 0.5 s of train's CPU.
+    """
+
+    cols: np.ndarray
+    counts: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def of_matrix(cls, X) -> Flat:
+        X = X.tocsr()
+        return cls(X.indices.astype(np.int64), X.data.astype(np.int64), np.diff(X.indptr))
+
+    def select(self, rows: np.ndarray) -> Flat:
+        """The messages where the boolean `rows` is true."""
+        entries = np.repeat(rows, self.lengths)
+        return Flat(self.cols[entries], self.counts[entries], self.lengths[rows])
+
+
+def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
+    """(table, b, duplicate keys) over all columns of a model of the counts `train`, which
+    knows only its own tokens (`seen`: those kept by pruning; by default every token with
+    a count).  The other columns are tokens unknown to that model, scored as `classify`
+    scores tokens missing from the vocabulary (the event model's `unknown_row`)."""
     if seen is None:
         seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
     kept = nb.Counts(train.docs, train.tf[:, seen], train.df[:, seen])
@@ -350,6 +372,12 @@ def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | 
     table[seen] = table_seen
     keys = np.full(train.n_features, -1, np.int64)
     keys[seen] = nb.duplicate_keys(kept, least=event.duplicate_min)
+    return table, b, keys
+
+
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of the rows X under `fold_model(event, train, seen)`."""
+    table, b, keys = fold_model(event, train, seen)
     return nb.batch_log_odds(event, table, b, X, keys=keys)
 
 
@@ -358,21 +386,25 @@ CALIBRATION_FOLDS = 5
 CALIBRATION_MIN = 20
 
 
-def held_out_log_odds(event: nb.EventModel, counts: nb.Counts, X, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
-    """Log-odds of each learnt row X (already inside `counts`) by a model without its 1/k share of X."""
-    odds = np.zeros(X.shape[0])
-    part = np.arange(X.shape[0]) % k
+def held_out_log_odds(event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
+    """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them."""
+    odds = np.zeros(len(y))
+    part = np.arange(len(y)) % k
     for fold in range(k):
-        rows = np.flatnonzero(part == fold)
-        if rows.size:
-            odds[rows] = fold_log_odds(event, counts - counts_of(X[rows], y[rows], counts.n_features), X[rows])
+        rows = part == fold
+        if rows.any():
+            held = flat.select(rows)
+            out = nb.Counts.empty(counts.n_features)
+            out.add_flat(held.cols, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
+            table, b, keys = fold_model(event, counts - out)
+            odds[rows] = nb.flat_log_odds(event, table, b, held.cols, held.counts, held.lengths, keys)
     return odds
 
 
-def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, X, y: np.ndarray) -> Scoring:
-    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages X, y."""
+def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray) -> Scoring:
+    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages `flat`, y."""
     y = np.asarray(y)
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
-    odds = held_out_log_odds(event, counts, X, y)
+    odds = held_out_log_odds(event, counts, flat, y)
     return scoring.replace(calibration=fit_platt(odds, y == nb.SPAM))

@@ -145,7 +145,33 @@ def test_calibrated_needs_enough_of_both_classes():
     counts = nb.Counts(docs=np.array([3, 3]), tf=np.ones((2, 2), np.int64), df=np.ones((2, 2), np.int64))
     X = count_rows([[0], [1]], 2)
     s = Scoring()
-    assert classifier.calibrated(s, s.event_model(), counts, X, np.array([0, 1])) is s
+    assert classifier.calibrated(s, s.event_model(), counts, classifier.Flat.of_matrix(X), np.array([0, 1])) is s
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+def test_held_out_log_odds_on_flat_rows_match_the_matrix_path(event: str) -> None:
+    """train's calibration scores each held-out message from flat arrays (no scipy); the
+    same messages as a sparse matrix through fold_log_odds give the same log-odds."""
+    rng = np.random.default_rng(7)
+    n, v = 60, 40
+    X = count_rows([list(rng.choice(v, size=rng.integers(1, 12), replace=False)) for _ in range(n)], v)
+    X.data[:] = rng.integers(1, 4, size=X.nnz)
+    y = rng.integers(0, 2, size=n)
+    model = nb.event_model(event)
+    total = classifier.counts_of(X, y, v)
+    flat = classifier.Flat.of_matrix(X)
+    got = classifier.held_out_log_odds(model, total, flat, y, k=3)
+    part = np.arange(n) % 3
+    for fold in range(3):
+        rows = np.flatnonzero(part == fold)
+        train = total - classifier.counts_of(X[rows], y[rows], v)
+        want = classifier.fold_log_odds(model, train, X[rows])
+        np.testing.assert_allclose(got[rows], want, rtol=1e-12, atol=1e-12)
+    # select keeps each chosen message's entries whole and in order
+    pick = part == 1
+    chosen = flat.select(pick)
+    assert list(chosen.lengths) == list(np.diff(X.indptr)[pick])
+    assert list(chosen.cols) == [c for i in np.flatnonzero(pick) for c in X.indices[X.indptr[i] : X.indptr[i + 1]]]
 
 
 def test_calibration_is_fitted_when_learning(tmp_path):
