@@ -230,7 +230,7 @@ def classify(
         vocab=vocab,
         table=table,
         b=b,
-        keys=nb.duplicate_keys(model.counts, least=model.scoring.event_model().duplicate_min),
+        keys=model.duplicate_keys(),
         event=model.scoring.event_model(),
     )
     batches: deque[list[Item]] = deque()

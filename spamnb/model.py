@@ -198,6 +198,10 @@ class Model:
         nb.check_trained(self.counts)
         return self.scoring.event_model().table(self.counts, cols)
 
+    def duplicate_keys(self, cols: np.ndarray | None = None) -> np.ndarray:
+        """The tokens' duplicate-evidence keys (nb.duplicate_keys) from the event model's own minimum."""
+        return nb.duplicate_keys(self.counts, cols, self.scoring.event_model().duplicate_min)
+
     def explain(self, tokens: list[str]) -> Explanation:
         """One message's log-odds, token by token, without touching the rest of the vocabulary."""
         distinct = Counter(tokens)
@@ -211,7 +215,7 @@ class Model:
         table, b = self.table(cols)
         x = np.asarray(event.prepare(x), dtype=np.float64)
         unknown = int((~known).sum())
-        keys = nb.duplicate_keys(self.counts, cols, event.duplicate_min)
+        keys = self.duplicate_keys(cols)
         log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]), keys)[0])
         # A token sharing its evidence with k others of the message carries 1/k of it.
         contributions = w * x * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)

@@ -163,10 +163,9 @@ def html_to_text(markup: str) -> str:
 
 # Header tokens are remembered by (name, value): 53% of the header fields of the
 # SpamAssassin corpus repeat one seen before (mailing lists, mailers, servers), and
-# the tokens of fields other than Received took 1.3 s of 8.3 s of tokeniser CPU.  Bounded: at most HEADER_CACHE
-# fields of at most HEADER_CACHE_CHARS each, forgotten all at once when full.
-# Received fields are all but unique (32,427 distinct of 32,585) and never kept.
-HEADER_CACHE = 8192
+# the tokens of fields other than Received took 1.3 s of 8.3 s of tokeniser CPU.  Bounded
+# as the memos below (`remember`): at most MEMO_SIZE fields of at most HEADER_CACHE_CHARS
+# each.  Received fields are all but unique (32,427 distinct of 32,585) and never kept.
 HEADER_CACHE_CHARS = 1024
 
 
@@ -207,10 +206,8 @@ class Tokenizer:
             found = cache.get((name, value))
             if found is None:
                 found = self.header_tokens(name, value)
-                if len(value) <= HEADER_CACHE_CHARS and name.lower() != "received":
-                    if len(cache) >= HEADER_CACHE:
-                        cache.clear()
-                    cache[name, value] = found
+                if name.lower() != "received":
+                    remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
             tokens.extend(found)
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
@@ -323,8 +320,10 @@ DOTTED_CHUNK = Lazy(r"(?<![\w.-])[\w-]*+\.[\w.-]*+", re.A)
 _chunk_memo: dict[str, tuple[list[str], list[str]]] = {}
 
 
-def remember(memo: dict, key: str, value: object) -> None:
-    if len(key) <= MEMO_KEY_CHARS:
+def remember(memo: dict, key: Any, value: object, size: int, limit: int = MEMO_KEY_CHARS) -> None:
+    """Keep `value` under `key` if what the key stands for is at most `limit` characters
+    (`size`); a memo of MEMO_SIZE entries is forgotten all at once."""
+    if size <= limit:
         if len(memo) >= MEMO_SIZE:
             memo.clear()
         memo[key] = value
@@ -352,14 +351,11 @@ def received_tokens(value: str, words: list[str] | None = None) -> tuple[str, ..
             parts = _chunk_memo.get(chunk)
             if parts is None:
                 parts = received_parts(chunk)
-                remember(_chunk_memo, chunk, parts)
+                remember(_chunk_memo, chunk, parts, len(chunk))
             networks += parts[0]
             domains += parts[1]
         found = (*networks, *domains)
-        if len(value) <= HEADER_CACHE_CHARS:
-            if len(_chunks_memo) >= MEMO_SIZE:
-                _chunks_memo.clear()
-            _chunks_memo[chunks] = found
+        remember(_chunks_memo, chunks, found, len(value), HEADER_CACHE_CHARS)
     return found
 
 
@@ -438,7 +434,7 @@ def url_tokens(text: str) -> list[str]:
         found = _url_memo.get(host)
         if found is None:
             found = url_host_tokens(host)
-            remember(_url_memo, host, found)
+            remember(_url_memo, host, found, len(host))
         out += found
     return out
 
