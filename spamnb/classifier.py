@@ -155,7 +155,7 @@ def learn(
         cols, counts, classes = zip(*sample.items, strict=True)
         lengths = np.array([len(c) for c in cols], dtype=np.int64)
         flat = Flat(np.concatenate(cols), np.concatenate(counts), lengths)
-        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, flat, np.asarray(classes))
+        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, flat, np.asarray(classes), jobs)
     return report
 
 
@@ -386,25 +386,71 @@ CALIBRATION_FOLDS = 5
 CALIBRATION_MIN = 20
 
 
-def held_out_log_odds(event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
-    """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them."""
-    odds = np.zeros(len(y))
+def held_out_log_odds(
+    event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
+) -> np.ndarray:
+    """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
+
+    The folds are independent, so `jobs` processes score them: they are train's serial
+    tail after the last chunk.  SpamAssassin corpus, 6,046 messages, medians of 9
+    alternating runs: 0.61 s -> 0.42 s wall with 2 jobs.
+    """
     part = np.arange(len(y)) % k
-    for fold in range(k):
-        rows = part == fold
-        if rows.any():
-            held = flat.select(rows)
-            out = nb.Counts.empty(counts.n_features)
-            out.add_flat(held.cols, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
-            table, b, keys = fold_model(event, counts - out)
-            odds[rows] = nb.flat_log_odds(event, table, b, held.cols, held.counts, held.lengths, keys)
+    folds = [fold for fold in range(k) if (part == fold).any()]
+    _WORK["held_out"] = (event, counts, flat, y, part)
+    odds = np.zeros(len(y))
+    try:
+        for fold, fold_odds in zip(folds, ordered_map(_held_out_fold, folds, jobs), strict=True):
+            odds[part == fold] = fold_odds
+    finally:
+        del _WORK["held_out"]
     return odds
 
 
-def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray) -> Scoring:
-    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages `flat`, y."""
+def _held_out_fold(fold: int) -> np.ndarray:
+    """Worker task: the log-odds of calibration fold `fold`'s messages (see `held_out_log_odds`)."""
+    event, counts, flat, y, part = _WORK["held_out"]
+    rows = part == fold
+    held = flat.select(rows)
+    used, local = used_columns(held.cols, counts.n_features)
+    out = nb.Counts.empty(len(used))
+    out.add_flat(local, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
+    table, b, keys = held_out_table(event, counts, out, used)
+    return nb.flat_log_odds(event, table, b, local, held.counts, held.lengths, keys)
+
+
+def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of `cols` in order, and each entry's index among them.
+
+    By a mask, not a sort: the renumbering keeps column order, so every row's entries
+    sort and sum in the same order as with the whole vocabulary's columns."""
+    mask = np.zeros(n_features, dtype=bool)
+    mask[cols] = True
+    return np.flatnonzero(mask), (np.cumsum(mask) - 1)[cols]
+
+
+def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """`fold_model(event, counts - out)` at the columns `used` only; `out` counts only those.
+
+    The duplicate keys group the same tokens (they are numbered apart).  A per-token
+    event model (Fisher) needs only these columns' counts, so each fold's table covers
+    only the columns its ~1,209 messages use, not the corpus's 195k: held-out log-odds of
+    the SpamAssassin corpus 0.80 s -> 0.70 s of CPU (medians of 7 alternating runs).
+    """
+    if event.per_token:
+        train = nb.Counts(counts.docs - out.docs, counts.tf[:, used] - out.tf, counts.df[:, used] - out.df)
+        return fold_model(event, train)
+    train = nb.Counts(counts.docs - out.docs, counts.tf.copy(), counts.df.copy())
+    train.tf[:, used] -= out.tf
+    train.df[:, used] -= out.df
+    table, b, keys = fold_model(event, train)
+    return table[used], b, keys[used]
+
+
+def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, jobs: int = 1) -> Scoring:
+    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages `flat`, y (by `jobs` processes)."""
     y = np.asarray(y)
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
-    odds = held_out_log_odds(event, counts, flat, y)
+    odds = held_out_log_odds(event, counts, flat, y, jobs=jobs)
     return scoring.replace(calibration=fit_platt(odds, y == nb.SPAM))

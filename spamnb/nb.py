@@ -166,6 +166,9 @@ class Multinomial(NamedTuple):
         return (X > 0).astype(np.float64) if self.boolean else X
 
     table = weights
+    # A token's row of the table depends on the whole vocabulary's counts (the class
+    # totals plus alpha V), not on its own counts alone (see Fisher.per_token).
+    per_token = False
 
     def unknown_row(self) -> np.ndarray:
         """What a token without evidence adds to a row of the table: nothing (it is left out)."""
@@ -205,6 +208,7 @@ class Bernoulli(NamedTuple):
         return (X > 0).astype(np.float64)
 
     table = weights
+    per_token = False  # the constant sums log(1 - p) over the whole vocabulary
     unknown_row = Multinomial.unknown_row
     combine = staticmethod(Multinomial.combine)
 
@@ -248,6 +252,10 @@ class Fisher(NamedTuple):
         """Each token's own evidence, log(f / (1 - f)): for listing and explaining, not scoring."""
         f, seen = self.token_prob(counts, cols)
         return np.where(seen, np.log(f) - np.log1p(-f), 0.0), 0.0
+
+    # A token's row of the table depends only on its own counts and the class totals
+    # `docs`, so a table of some columns needs only their counts (classifier.held_out_table).
+    per_token = True
 
     def table(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """(V, 3) columns ln f, ln(1 - f), 1; unseen tokens get `unknown_row`."""

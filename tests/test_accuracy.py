@@ -174,6 +174,47 @@ def test_held_out_log_odds_on_flat_rows_match_the_matrix_path(event: str) -> Non
     assert list(chosen.cols) == [c for i in np.flatnonzero(pick) for c in X.indices[X.indptr[i] : X.indptr[i + 1]]]
 
 
+def whole_vocabulary_held_out(event: nb.EventModel, total: nb.Counts, flat: classifier.Flat, y: np.ndarray, k: int) -> np.ndarray:
+    """held_out_log_odds as it was: each fold's table over every column of the vocabulary."""
+    odds = np.zeros(len(y))
+    part = np.arange(len(y)) % k
+    for fold in range(k):
+        rows = part == fold
+        held = flat.select(rows)
+        out = nb.Counts.empty(total.n_features)
+        out.add_flat(held.cols, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
+        table, b, keys = classifier.fold_model(event, total - out)
+        odds[rows] = nb.flat_log_odds(event, table, b, held.cols, held.counts, held.lengths, keys)
+    return odds
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_held_out_log_odds_over_the_folds_columns_equal_the_whole_vocabulary_ones(event: str, jobs: int) -> None:
+    """Each fold's table covers only its messages' columns (and the folds run in `jobs`
+    processes): the log-odds are the whole-vocabulary ones bit for bit.  Fails if an event
+    model whose table needs the whole vocabulary (multinomial, Bernoulli) claims per_token."""
+    rng = np.random.default_rng(3)
+    n, v = 90, 600  # sparse enough that no fold uses every column, and some are seen in one fold only
+    # Common columns so that some tokens reach the duplicate minimum and share keys.
+    X = count_rows([sorted({*rng.choice(v, size=rng.integers(1, 15), replace=False), *rng.choice(8, size=3)}) for _ in range(n)], v)
+    X.data[:] = rng.integers(1, 4, size=X.nnz)
+    y = rng.integers(0, 2, size=n)
+    model = nb.event_model(event)
+    total = classifier.counts_of(X, y, v)
+    flat = classifier.Flat.of_matrix(X)
+    want = whole_vocabulary_held_out(model, total, flat, y, k=5)
+    assert np.array_equal(classifier.held_out_log_odds(model, total, flat, y, k=5, jobs=jobs), want)
+    assert (nb.duplicate_keys(total, least=model.duplicate_min) >= 0).any()  # the grouping is exercised
+
+
+def test_used_columns_renumber_in_column_order() -> None:
+    cols = np.array([9, 2, 9, 5, 0, 2])
+    used, local = classifier.used_columns(cols, 12)
+    assert used.tolist() == [0, 2, 5, 9]
+    assert used[local].tolist() == cols.tolist()
+
+
 def test_calibration_is_fitted_when_learning(tmp_path):
     from spamnb.model import Model
     from spamnb.sources import Message
