@@ -215,6 +215,16 @@ def test_used_columns_renumber_in_column_order() -> None:
     assert used[local].tolist() == cols.tolist()
 
 
+def test_entries_of_picks_rows_in_order_with_repeats_and_empty_rows() -> None:
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 6, size=40)
+    which = rng.integers(0, 40, size=70)
+    starts = np.cumsum(lengths) - lengths
+    want = [e for i in which for e in range(starts[i], starts[i] + lengths[i])]
+    assert classifier.entries_of(lengths, which).tolist() == want
+    assert classifier.entries_of(lengths, np.zeros(0, np.int64)).tolist() == []
+
+
 def test_calibration_is_fitted_when_learning(tmp_path):
     from spamnb.model import Model
     from spamnb.sources import Message

@@ -245,6 +245,22 @@ def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[s
         assert not np.allclose(grouped, nb.batch_log_odds(model, table, b, X_rows, unknown))  # the rule did something
 
 
+def test_vocabulary_grow_numbers_new_tokens_in_order_of_first_sight() -> None:
+    rng = np.random.default_rng(2)
+    words = [f"w{i}" for i in range(50)]
+    vocab = Vocabulary(words[:10], sorted_prefix=10)
+    want = dict(zip(words[:10], range(10), strict=True))
+    for _ in range(6):
+        batch = [words[i] for i in rng.integers(0, 50, size=30)]  # repeats, old and new tokens
+        for t in batch:
+            want.setdefault(t, len(want))
+        assert vocab.grow(batch) == [want[t] for t in batch]
+        assert vocab.tokens == list(want)
+    assert vocab.lookup(["w1", "nothing"]) == [1, -1]
+    with pytest.raises(KeyError):
+        vocab.index["nothing"]  # no default outside grow
+
+
 def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> None:
     vocab = Vocabulary(["apple", "kiwi", "pear"], sorted_prefix=3)
     vocab.grow(["zebra", "banana", "aardvark", "kiwi"])
