@@ -480,11 +480,27 @@ def duplicate_shares(rows: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np
     entry_keys = keys[cols]
     grouped = np.flatnonzero(entry_keys >= 0)
     if grouped.size:
-        # One sort of the (row, key) pairs, each as a single integer.
-        pairs = rows[grouped].astype(np.int64) * (int(entry_keys.max()) + 1) + entry_keys[grouped]
-        _, which, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
-        shares[grouped] = 1.0 / sizes[which.ravel()]
+        # The (row, key) pairs, each as a single integer.
+        width = int(entry_keys.max()) + 1
+        pairs = rows[grouped].astype(np.int64) * width + entry_keys[grouped]
+        shares[grouped] = 1.0 / group_sizes(pairs, (int(rows[grouped].max()) + 1) * width)
     return shares
+
+
+# Group sizes by a count per possible value when there are at most this many values per
+# input (so memory stays proportional to the input), else by a sort.
+DENSE_GROUPS = 16
+
+
+def group_sizes(pairs: np.ndarray, span: int) -> np.ndarray:
+    """For each of `pairs` (integers in [0, span)), how many of them equal it."""
+    # A calibration fold of the SpamAssassin corpus: 290k pairs of 1,210 rows x 1,744 keys;
+    # one bincount instead of np.unique's sort and inverse: 21 ms -> 8 ms per fold (medians
+    # of 7 alternating runs over the 5 folds: 0.107 s -> 0.040 s of CPU).
+    if span <= DENSE_GROUPS * len(pairs):
+        return np.bincount(pairs, minlength=span)[pairs]
+    _, which, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
+    return sizes[which.ravel()]
 
 
 def evidence(X: Any, table: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -245,6 +245,13 @@ def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[s
         assert not np.allclose(grouped, nb.batch_log_odds(model, table, b, X_rows, unknown))  # the rule did something
 
 
+@pytest.mark.parametrize("span", [40, 10**9])  # a count per value; a sort (too many values)
+def test_group_sizes_count_equal_pairs_either_way(span: int) -> None:
+    pairs = np.random.default_rng(4).integers(0, 40, size=200)
+    counted = Counter(pairs.tolist())
+    assert nb.group_sizes(pairs, span).tolist() == [counted[p] for p in pairs.tolist()]
+
+
 def test_vocabulary_grow_numbers_new_tokens_in_order_of_first_sight() -> None:
     rng = np.random.default_rng(2)
     words = [f"w{i}" for i in range(50)]
