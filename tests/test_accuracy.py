@@ -208,6 +208,21 @@ def test_held_out_log_odds_over_the_folds_columns_equal_the_whole_vocabulary_one
     assert (nb.duplicate_keys(total, least=model.duplicate_min) >= 0).any()  # the grouping is exercised
 
 
+def test_reservoir_keeps_the_first_items_then_samples_as_algorithm_r() -> None:
+    items = [(np.array([i]), np.array([1]), i % 2) for i in range(50)]
+    sample = classifier.Reservoir(5, seed=9)
+    for item in items[:5]:
+        sample.offer(item)
+    assert sample.items == items[:5] and sample._rng is None  # no generator until one is needed
+    for item in items[5:]:
+        sample.offer(item)
+    rng, want = np.random.default_rng(9), list(items[:5])
+    for seen, item in enumerate(items[5:], 6):
+        j = int(rng.integers(seen))
+        if j < 5:
+            want[j] = item
+    assert [int(c[0]) for c, _, _ in sample.items] == [int(c[0]) for c, _, _ in want]
+
 def test_used_columns_renumber_in_column_order() -> None:
     cols = np.array([9, 2, 9, 5, 0, 2])
     used, local = classifier.used_columns(cols, 12)
