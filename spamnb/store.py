@@ -29,7 +29,7 @@ from typing import BinaryIO, NamedTuple
 import numpy as np
 
 from spamnb import nb
-from spamnb.features import SEPARATOR, GrowingSorted, SortedTokens, Vocabulary, token_offsets
+from spamnb.features import SortedTokens, Vocabulary, token_offsets
 from spamnb.model import Model, Scoring
 from spamnb.tokens import TokenSettings
 
@@ -65,12 +65,8 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
     if isinstance(vocab, SortedTokens):
         blob = vocab.data()
         tf, df = counts.tf, counts.df
-    elif isinstance(vocab, GrowingSorted):
-        blob, order = vocab.sorted_blob()
-        tf, df = counts.tf[:, order], counts.df[:, order]
     else:
-        order = vocab.sorted_order()
-        blob = SEPARATOR.join([vocab.tokens[i] for i in order]).encode("utf-8", "surrogatepass")
+        blob, order = vocab.sorted_blob()
         tf, df = counts.tf[:, order], counts.df[:, order]
     digests = sorted(model.learnt.items())
     return {

@@ -273,6 +273,8 @@ def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> Non
     vocab.grow(["zebra", "banana", "aardvark", "kiwi"])
     order = vocab.sorted_order()
     assert [vocab.tokens[i] for i in order] == sorted(vocab.tokens)
+    blob, blob_order = vocab.sorted_blob()
+    assert blob == "\n".join(sorted(vocab.tokens)).encode() and blob_order.tolist() == order.tolist()
 
 
 def trained_model(event: str, alpha: float) -> Model:
