@@ -266,6 +266,9 @@ def test_vocabulary_grow_numbers_new_tokens_in_order_of_first_sight() -> None:
     assert vocab.lookup(["w1", "nothing"]) == [1, -1]
     with pytest.raises(KeyError):
         vocab.index["nothing"]  # no default outside grow
+    with pytest.raises(TypeError):
+        vocab.grow(["fresh", ["unhashable"], "later"])  # type: ignore[list-item]
+    assert vocab.tokens[vocab.index["fresh"]] == "fresh" and len(vocab.tokens) == len(vocab.index)  # still in step
 
 
 def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> None:
