@@ -147,7 +147,16 @@ def test_header_tokens_are_prefixed_and_decoded() -> None:
 
 def test_raw_utf8_header_words_survive() -> None:
     mail = "Subject: Grüße Привет\n\nbody\n".encode()
-    assert Tokenizer()(mail) == ["subject:grüße", "subject:привет", "body"]
+    assert Tokenizer()(mail) == ["subject:grüße", "subject:привет", "subject:grüße_привет", "body"]
+
+
+def test_subject_word_pairs_skip_words_with_digits() -> None:
+    tokens = Tokenizer()(make_mail("Special OFFER for you 2002-05-27 today", "body"))
+    pairs = [t for t in tokens if t.startswith("subject:") and "_" in t]
+    # the dated word leaves no pair, and its neighbours are paired across it
+    assert pairs == ["subject:special_offer", "subject:offer_for", "subject:for_you", "subject:you_today"]
+    assert not any("_" in t for t in Tokenizer()(make_mail("one", "two words")))
+    assert not any(t.startswith("subject:") for t in Tokenizer(NO_HEADERS)(make_mail("two words", "x")))
 
 
 @pytest.mark.parametrize("name", ["X-Spamnb", "x-spamnb", "X-SPAMNB"])
