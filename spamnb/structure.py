@@ -76,7 +76,21 @@ def header_shape_tokens(values: dict[str, str]) -> list[str]:
         # Recipients counted by their `@`s, in buckets of powers of two.
         out.append(f"{field}:missing" if value is None else f"{field}:n{value.count('@').bit_length()}")
     out += subject_shape_tokens(decode_header_value(values.get("subject", "")))
+    out.append(date_shape_token(values.get("date")))
     return out
+
+
+def date_shape_token(value: str | None) -> str:
+    """The Date field's shape: "Mon, 2 Sep 2002 10:00:00 +0100" -> "Aa,_9_Aa_9_9:9:9_+9".
+
+    Mailers write dates each their own way (weekday or none, zone by number or name,
+    extra comments), bulk-mail software its own: on top of the other shape tokens,
+    SpamAssassin corpus, Fisher, 1-AUC better on six of seven splits and equal on one
+    (5 folds 0.0166% -> 0.0163%, 2 folds 0.0300% -> 0.0298%), FN at P(spam) >= 0.95
+    better on six (5 folds 89 -> 88, re-salted 96 -> 93) and equal on one, no false
+    positive gained.
+    """
+    return "date:missing" if value is None else "date:shape:" + piece(character_shape(value.strip()))
 
 
 def address_domain(value: str) -> str:
