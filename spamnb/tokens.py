@@ -11,11 +11,13 @@ import os
 import re
 from collections.abc import Iterator
 from functools import cache
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 from spamnb import headers as message_headers
 from spamnb.lazy import Lazy
 from spamnb.message import decode_header_value, iter_text_parts, parse_bounded
+from spamnb.structure import structure_tokens
 
 # Our own verdict header: never evidence, since anyone can forge it.
 VERDICT_HEADER = "x-spamnb"
@@ -193,8 +195,11 @@ class Tokenizer:
             # whose text has lost them (decode_header_value recovers them).
             headers = list(msg.raw_items()) if self.settings.header_tokens else []
             bodies = list(iter_text_parts(msg))
+            # The message's shape, as its header fields declare it (spamnb.structure): Fisher
+            # 1-AUC 0.0182% -> 0.0166%, FN 90 -> 89 (5 folds); tokeniser CPU 3.7 -> 4.2 s.
+            shape = structure_tokens(msg, headers) if headers else []
         except Exception:  # noqa: BLE001 - any parser failure (RecursionError, TooManyParts): raw text
-            headers, bodies = [], [("plain", data.decode("latin-1"))]
+            headers, bodies, shape = [], [("plain", data.decode("latin-1"))], []
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:
@@ -209,6 +214,7 @@ class Tokenizer:
                 if name.lower() != "received":
                     remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
             tokens.extend(found)
+        tokens += shape
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
             # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.
@@ -234,6 +240,8 @@ class Tokenizer:
             # Relay networks and domains, coarser than the words themselves: Fisher
             # 1-AUC 0.0373% -> 0.0335%, FN 160 -> 141 (5 folds, SpamAssassin corpus).
             return [*received_tokens(value, words), *tokens]
+        if name == "subject":
+            tokens += subject_pairs(words)
         return tokens
 
     def words(self, text: str) -> list[str]:
@@ -287,6 +295,25 @@ class Tokenizer:
             out.extend(" ".join(words[i : i + order]) for i in range(len(words) - order + 1))
         return out
 
+
+def subject_pairs(words: list[str]) -> list[str]:
+    """`subject:` + each pair of adjacent subject words as `a_b`, words holding a digit left out.
+
+    An ad's subject is a phrase ("special offer") more than its words, each of which
+    real mail uses too.  SpamAssassin corpus, Fisher, FN at P(spam) >= 0.95 and 1-AUC:
+    5 folds 91 -> 90, 0.0197% -> 0.0182%; 10 folds 94 -> 90, 0.0188% -> 0.0171%;
+    2 folds 124 -> 121, 0.0334% -> 0.0322% (and FP 3 -> 2); 1-AUC better on all four
+    re-salted 5-fold splits too.  Pairs of all words gained a false positive on one of
+    those (a reminder whose subject ends in its date): words with digits (dates,
+    counters, ticket numbers) make one-off pairs.  Pairs of all body words (ngram=2)
+    were worse: 1-AUC 0.0239%, FN 133.
+    """
+    plain = [w for w in words if not DIGIT.search(w)]
+    # Joined by `_`, which no word holds: tokens hold no white space (features.SEPARATOR).
+    return [f"subject:{a}_{b}" for a, b in pairwise(plain)]
+
+
+DIGIT = Lazy(r"\d")
 
 URL = Lazy(r"(?:https?|ftp)://([^\s/\"'<>?#:]+)(?::\d+)?", re.I)
 IPV4 = Lazy(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b")
