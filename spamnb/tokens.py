@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 from spamnb import headers as message_headers
 from spamnb.lazy import Lazy
 from spamnb.message import decode_header_value, iter_text_parts, parse_bounded
-from spamnb.structure import structure_tokens
 
 # Our own verdict header: never evidence, since anyone can forge it.
 VERDICT_HEADER = "x-spamnb"
@@ -195,11 +194,8 @@ class Tokenizer:
             # whose text has lost them (decode_header_value recovers them).
             headers = list(msg.raw_items()) if self.settings.header_tokens else []
             bodies = list(iter_text_parts(msg))
-            # The message's shape, as its header fields declare it (spamnb.structure): Fisher
-            # 1-AUC 0.0182% -> 0.0166%, FN 90 -> 89 (5 folds); tokeniser CPU 3.7 -> 4.2 s.
-            shape = structure_tokens(msg, headers) if headers else []
         except Exception:  # noqa: BLE001 - any parser failure (RecursionError, TooManyParts): raw text
-            headers, bodies, shape = [], [("plain", data.decode("latin-1"))], []
+            headers, bodies = [], [("plain", data.decode("latin-1"))]
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:
@@ -214,7 +210,6 @@ class Tokenizer:
                 if name.lower() != "received":
                     remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
             tokens.extend(found)
-        tokens += shape
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
             # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.

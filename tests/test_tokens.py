@@ -11,9 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spamnb.message import MAX_PARTS, parse_bounded
 from spamnb.mime import BoundedMessage
-from spamnb.structure import PREFIX, param, structure_tokens
 from spamnb.tokens import (
     EIGHT_BIT_CHARSETS,
     UNICODE_LETTER,
@@ -27,11 +25,6 @@ from spamnb.tokens import (
 from tests.conftest import ENVELOPE, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
-
-
-def without_shape(tokens: list[str]) -> list[str]:
-    """The tokens less the message's shape (spamnb.structure)."""
-    return [t for t in tokens if not t.startswith(PREFIX)]
 
 
 def body_tokens(data: bytes, **options: object) -> list[str]:
@@ -99,7 +92,7 @@ def test_accented_and_cyrillic_words_survive() -> None:
 @pytest.mark.parametrize("charset", ["x-no-such-charset", "unknown-8bit", "rot13", "hex"])
 def test_unknown_charset_falls_back(charset: str) -> None:
     mail = raw_mail(f'Subject: hi\nContent-Type: text/plain; charset="{charset}"', "Grüße café\n".encode())
-    assert without_shape(Tokenizer()(mail)) == ["subject:hi", "content-type:text", "content-type:plain", "content-type:charset"] + [
+    assert Tokenizer()(mail) == ["subject:hi", "content-type:text", "content-type:plain", "content-type:charset"] + [
         f"content-type:{w}" for w in Tokenizer().words(charset)
     ] + ["grüße", "café"]
 
@@ -154,7 +147,7 @@ def test_header_tokens_are_prefixed_and_decoded() -> None:
 
 def test_raw_utf8_header_words_survive() -> None:
     mail = "Subject: Grüße Привет\n\nbody\n".encode()
-    assert without_shape(Tokenizer()(mail)) == ["subject:grüße", "subject:привет", "subject:grüße_привет", "body"]
+    assert Tokenizer()(mail) == ["subject:grüße", "subject:привет", "subject:grüße_привет", "body"]
 
 
 def test_subject_word_pairs_skip_words_with_digits() -> None:
@@ -287,71 +280,6 @@ def test_arbitrary_bytes_never_raise_and_tokens_have_no_whitespace(data: bytes) 
         assert all(t and not any(c.isspace() for c in t) for t in tokens)
     for gram in Tokenizer(TokenSettings(ngram=3))(data):
         assert gram and "\n" not in gram and "\r" not in gram
-
-
-def test_shape_tokens_name_a_bulk_messages_shape() -> None:
-    msg = EmailMessage()
-    msg["From"] = '"deals@shop.example" <news@mailer.example>'
-    msg["To"] = "a@x.example, b@x.example, c@x.example"
-    msg["Subject"] = "HUGE SAVINGS NOW! 48213"
-    msg["Message-ID"] = "<20021201123456@bulk.example>"
-    msg.set_content("<p>buy</p>", subtype="html")
-    msg.add_attachment(b"MZ", maintype="application", subtype="octet-stream", filename="setup.EXE")
-    shape = {t.removeprefix(PREFIX) for t in Tokenizer()(msg.as_bytes()) if t.startswith(PREFIX)}
-    assert shape == {
-        "from:has-name", "from:name-is-address", "to:n2", "cc:missing",
-        "subj:allcaps", "subj:bang", "subj:trailing-id",
-        "msgid:other-domain", "msgid:digits", "msgid:shape:9",
-        "mime:type:multipart/mixed", "mime:type:text/html", "mime:charset:utf-8", "mime:cte:7bit",
-        "mime:type:application/octet-stream", "mime:cte:base64", "mime:disp:attachment", "mime:ext:exe",
-        "mime:parts2", "mime:html-only", "date:missing",
-    }  # fmt: skip
-
-
-def test_shape_tokens_of_personal_mail() -> None:
-    head = "From: Ann <ann@example.com>\nTo: bob@example.org\nSubject: lunch\nMessage-ID: <Ab.123@mail.example.com>\nDate: Mon, 2 Sep 2002 10:00:00 +0100"
-    tokens = Tokenizer()(raw_mail(head, b"hi\n"))
-    shape = [t.removeprefix(PREFIX) for t in tokens if t.startswith(PREFIX)]
-    assert shape == [
-        "msgid:from-domain", "msgid:shape:Aa.9", "from:has-name", "to:n1", "cc:missing",
-        "date:shape:Aa,_9_Aa_9_9:9:9_+9", "mime:type:text/plain", "mime:parts1",
-    ]  # fmt: skip
-    assert not any(t.startswith(PREFIX) for t in Tokenizer(NO_HEADERS)(raw_mail(head, b"hi\n")))
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ('attachment; filename="a b.exe"', "a b.exe"),
-        ("attachment; FileName = report.PDF; size=3", "report.PDF"),
-        ("attachment; filename*=x.zip", "x.zip"),
-        ("attachment; nofilename=x.zip", ""),
-        ("attachment; filename", ""),
-        ('attachment; filename="unclosed.scr', "unclosed.scr"),
-    ],
-)
-def test_param(value: str, expected: str) -> None:
-    assert param(value, "filename") == expected
-
-
-def test_param_is_linear_in_hostile_values() -> None:
-    start = time.process_time()
-    for value in ("filename" * 20_000, "filename " * 20_000, "filename=" + '"' * 100_000, "İfilename" * 20_000):
-        param(value, "filename")
-    assert time.process_time() - start < 1.0
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.binary(max_size=300), st.lists(st.one_of(MIME_PIECES, st.binary(max_size=6)), max_size=25).map(b"".join)))
-def test_shape_tokens_never_raise_and_are_bounded(data: bytes) -> None:
-    try:
-        msg = parse_bounded(data)
-    except Exception:  # noqa: BLE001 - the tokeniser reads such mail as raw text, with no shape tokens
-        return
-    tokens = structure_tokens(msg, list(msg.raw_items()))
-    # at most 12 header-shape tokens, 5 per part, the part count and html-only
-    assert len(tokens) <= 12 + 5 * MAX_PARTS + 2
-    assert all(t.startswith(PREFIX) and t.count(":") >= 2 and len(t) <= 64 and not any(c.isspace() for c in t) for t in tokens)
 
 
 def test_bounded_message_look_ups_follow_every_change_to_its_fields() -> None:
