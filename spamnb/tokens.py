@@ -193,9 +193,13 @@ class Tokenizer:
             # raw_items: items() would turn a value with 8-bit bytes into a Header
             # whose text has lost them (decode_header_value recovers them).
             headers = list(msg.raw_items()) if self.settings.header_tokens else []
-            bodies = list(iter_text_parts(msg))
-        except Exception:  # noqa: BLE001 - any parser failure (RecursionError, TooManyParts): raw text
-            headers, bodies = [], [("plain", data.decode("latin-1"))]
+            return self.tokens_of(headers, list(iter_text_parts(msg)))
+        except Exception:  # noqa: BLE001 - any failure (RecursionError, TooManyParts, a fault on mail no test met): its raw text
+            # A message is never dropped from a batch, nor a run stopped, by one that cannot be read.
+            return self.tokens_of([], [("plain", data.decode("latin-1"))])
+
+    def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[str]:
+        """The tokens of a message's header fields and its (subtype, text) parts."""
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:

@@ -218,6 +218,24 @@ def test_tokeniser_never_raises(data: bytes) -> None:
     assert all(isinstance(t, str) and t for t in tokens)
 
 
+def test_a_fault_after_parsing_falls_back_to_the_raw_text_and_the_batch_goes_on(model: Model) -> None:
+    """A message whose parts the tokeniser fails on (here: a fault planted in the HTML
+    reader) is tokenised as raw text, as unparseable mail is, and classified with the rest."""
+    html = make_mail("offer", "see the offer", html="<p>Buy <b>now</b> http://example.com/x</p>")
+    plain = make_mail("lunch", "see you at noon")
+
+    def faulty(markup: str) -> str:
+        raise ValueError("planted fault")
+
+    with mock.patch("spamnb.tokens.html_to_text", faulty):
+        tokens = Tokenizer()(html)
+        scored = list(classifier.classify(model, [sources.Message("a", html), sources.Message("b", plain)]))
+    raw = html.decode("latin-1")
+    assert tokens == Tokenizer().tokens_of([], [("plain", raw)])
+    assert "subject:offer" not in tokens and "offer" in tokens and "<b>now</b>" in raw and "now" in tokens
+    assert [s.id for s in scored] == ["a", "b"] and all(isinstance(s, Scored) for s in scored)
+
+
 @FAST
 @given(st.lists(st.one_of(st.binary(max_size=300), mime_tree()), max_size=5), st.sampled_from([b"\n", b"\r\n"]), st.booleans())
 def test_mbox_reader_on_anything(model: Model, tmp_path_factory: pytest.TempPathFactory, mails: list[bytes], newline: bytes, raw: bool) -> None:
