@@ -19,12 +19,12 @@ class ScoringFields(NamedTuple):
     event: str = "fisher"
     alpha: float | None = None
     # Calibrated P(spam) cut-offs, by measurement (Fisher plus the geometric mean, unknown
-    # tokens neutral, n ** 0.8 tests, duplicates within a tenth once; 5 folds, SpamAssassin):
-    # spam at >= 0.95 flags 1 ham of 4,150 and misses 4.8% of spam; >= 0.9 3 ham, 3.4%;
-    # >= 0.98 1 ham, 7.6%.  The ranking itself misses 3.9% of spam at 1 ham lost, at a
-    # P(spam) between 0.9 and 0.95 that no round cut-off hits on every split.  0.95 reads as
-    # "flag when a false alarm is 20x costlier than a miss".  Ham at <= 0.1: 2 spam pass
-    # as ham and 55 ham are unsure; <= 0.05: none and 86.
+    # tokens neutral, n ** 0.8 tests, duplicates within a tenth once, subject word pairs;
+    # 5 folds, SpamAssassin): spam at >= 0.95 flags 1 ham of 4,150 and misses 4.7% of spam;
+    # >= 0.9 3 ham, 3.4%; >= 0.98 1 ham, 7.6%.  The ranking itself misses 3.8% of spam at 1
+    # ham lost, at a P(spam) between 0.9 and 0.95 that no round cut-off hits on every split.
+    # 0.95 reads as "flag when a false alarm is 20x costlier than a miss".  Ham at <= 0.1:
+    # 2 spam pass as ham and 55 ham are unsure; <= 0.05: none and 82.
     spam_cutoff: float = 0.95
     ham_cutoff: float = 0.1
     calibration: tuple[float, float] = (1.0, 0.0)
