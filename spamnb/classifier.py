@@ -19,7 +19,7 @@ from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_ma
 from spamnb.model import Model, Scoring, fit_platt
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.tokens import Tokenizer, TokenSettings, field_ids
 
 CHUNK = 512
 LABEL_CLASS = {"ham": nb.HAM, "spam": nb.SPAM}
@@ -52,16 +52,18 @@ _WORK: dict = {}
 
 
 def _tokenize_rows(datas: list[bytes]) -> Rows:
-    """Worker task: raw messages -> their distinct tokens and counts."""
+    """Worker task: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
     tokenize = _WORK["tokenize"]
-    return local_rows([tokenize(data) for data in datas])
+    rows = local_rows([tokenize(data) for data in datas])
+    return rows._replace(fields=field_ids(rows.tokens)) if _WORK.get("by_field") else rows
 
 
 def _score(datas: list[bytes]) -> np.ndarray:
     """Worker task: raw messages -> log-odds under the model."""
     rows = _tokenize_rows(datas)
     mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
-    return nb.flat_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], mapping[rows.cols], rows.counts, rows.lengths, _WORK["keys"])
+    fields = None if rows.fields is None else rows.fields[rows.cols]
+    return nb.flat_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], mapping[rows.cols], rows.counts, rows.lengths, _WORK["keys"], fields)
 
 
 def class_of(message: Message) -> int:
@@ -103,6 +105,7 @@ def learn(
     vocab = model.learnable()
     _WORK.clear()
     _WORK["tokenize"] = Tokenizer(model.tokens)
+    _WORK["by_field"] = model.scoring.event_model().by_field
     pending: deque[_Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
 
@@ -152,9 +155,9 @@ def learn(
         if progress:
             progress(change.size)
     if sample.items:
-        cols, counts, classes = zip(*sample.items, strict=True)
+        cols, counts, fields, classes = zip(*sample.items, strict=True)
         lengths = np.array([len(c) for c in cols], dtype=np.int64)
-        flat = Flat(np.concatenate(cols), np.concatenate(counts), lengths)
+        flat = Flat(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
         model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, flat, np.asarray(classes), jobs)
     return report
 
@@ -168,10 +171,10 @@ class Reservoir:
 
     def __init__(self, size: int, seed: int = 0) -> None:
         self.size, self.seen, self.seed = size, 0, seed
-        self.items: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.items: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]] = []
         self._rng: np.random.Generator | None = None
 
-    def offer(self, item: tuple[np.ndarray, np.ndarray, int]) -> None:
+    def offer(self, item: tuple[np.ndarray, np.ndarray, np.ndarray | None, int]) -> None:
         self.seen += 1
         if len(self.items) < self.size:
             self.items.append(item)
@@ -189,12 +192,13 @@ class Reservoir:
 
 
 def offer_learnt(sample: Reservoir, rows: Rows, change: _Changes, mapping: np.ndarray) -> None:
-    """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns and counts."""
+    """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns, counts and fields."""
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
     for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
         if sign > 0:
             part = slice(starts[i], starts[i + 1])
-            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), cls))
+            cols = rows.cols[part]
+            sample.offer((mapping[cols], rows.counts[part].astype(np.int64), None if rows.fields is None else rows.fields[cols], cls))
 
 
 def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, rows: Rows, change: _Changes) -> np.ndarray:
@@ -239,6 +243,7 @@ def classify(
     """
     vocab = model.growable()
     table, b = model.table()
+    event = model.scoring.event_model()
     _WORK.clear()
     _WORK.update(
         tokenize=Tokenizer(model.tokens),
@@ -246,7 +251,8 @@ def classify(
         table=table,
         b=b,
         keys=model.duplicate_keys(),
-        event=model.scoring.event_model(),
+        event=event,
+        by_field=event.by_field,
     )
     batches: deque[list[Item]] = deque()
 
@@ -325,6 +331,7 @@ def cross_validate(
     total = nb.Counts.empty(len(vocab))
     total.add(X, y)
     event = scoring.event_model()
+    fields = field_ids(vocab.tokens) if event.by_field else None
     odds = np.zeros(len(ids))
     probs = np.zeros(len(ids))
     for fold in range(k):
@@ -334,9 +341,9 @@ def cross_validate(
         train_rows = np.flatnonzero(folds != fold)
         train = total - counts_of(X[test], y[test], len(vocab))
         nb.check_trained(train)
-        odds[test] = fold_log_odds(event, train, X[test], (pruning or nb.Pruning()).keep(train))
+        odds[test] = fold_log_odds(event, train, X[test], (pruning or nb.Pruning()).keep(train), fields)
         # As `train` would: calibration fitted on the fold's own training messages only.
-        fitted = calibrated(scoring, event, train, Flat.of_matrix(X[train_rows]), y[train_rows])
+        fitted = calibrated(scoring, event, train, Flat.of_matrix(X[train_rows], fields), y[train_rows])
         probs[test] = fitted.probabilities(odds[test])
     scored = [
         Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
@@ -352,7 +359,8 @@ def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
 
 
 class Flat(NamedTuple):
-    """Messages as flat entries: message i is `lengths[i]` distinct columns with their counts.
+    """Messages as flat entries: message i is `lengths[i]` distinct columns with their counts
+    (and the tokens' `tokens.field_ids`, where the event model uses them).
 
     The calibration works on these, numpy only: `train` then never imports scipy.sparse,
     whose import alone (array_api_compat cloning numpy) took 0.5 s of train's CPU.
@@ -361,16 +369,18 @@ class Flat(NamedTuple):
     cols: np.ndarray
     counts: np.ndarray
     lengths: np.ndarray
+    fields: np.ndarray | None = None
 
     @classmethod
-    def of_matrix(cls, X) -> Flat:
+    def of_matrix(cls, X, fields: np.ndarray | None = None) -> Flat:
+        """The rows of X; `fields` per column."""
         X = X.tocsr()
-        return cls(X.indices.astype(np.int64), X.data.astype(np.int64), np.diff(X.indptr))
+        return cls(X.indices.astype(np.int64), X.data.astype(np.int64), np.diff(X.indptr), None if fields is None else fields[X.indices])
 
     def select(self, rows: np.ndarray) -> Flat:
         """The messages where the boolean `rows` is true."""
         entries = np.repeat(rows, self.lengths)
-        return Flat(self.cols[entries], self.counts[entries], self.lengths[rows])
+        return Flat(self.cols[entries], self.counts[entries], self.lengths[rows], None if self.fields is None else self.fields[entries])
 
 
 def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
@@ -390,10 +400,10 @@ def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None =
     return table, b, keys
 
 
-def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None) -> np.ndarray:
-    """Log-odds of the rows X under `fold_model(event, train, seen)`."""
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None, fields: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of the rows X under `fold_model(event, train, seen)`; `fields` per column (`tokens.field_ids`)."""
     table, b, keys = fold_model(event, train, seen)
-    return nb.batch_log_odds(event, table, b, X, keys=keys)
+    return nb.batch_log_odds(event, table, b, X, keys, fields)
 
 
 CALIBRATION_FOLDS = 5
@@ -431,7 +441,7 @@ def _held_out_fold(fold: int) -> np.ndarray:
     out = nb.Counts.empty(len(used))
     out.add_flat(local, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
     table, b, keys = held_out_table(event, counts, out, used)
-    return nb.flat_log_odds(event, table, b, local, held.counts, held.lengths, keys)
+    return nb.flat_log_odds(event, table, b, local, held.counts, held.lengths, keys, held.fields)
 
 
 def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:

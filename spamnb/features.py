@@ -257,6 +257,7 @@ class Rows(NamedTuple):
     cols: np.ndarray
     counts: np.ndarray
     lengths: np.ndarray
+    fields: np.ndarray | None = None  # per token, its `tokens.field_ids`, where scoring needs them
 
 
 def local_rows(token_lists: Sequence[Sequence[str]]) -> Rows:

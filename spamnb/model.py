@@ -10,7 +10,7 @@ import numpy as np
 
 from spamnb import nb
 from spamnb.features import GrowingSorted, SortedTokens, Vocabulary
-from spamnb.tokens import TokenSettings
+from spamnb.tokens import TokenSettings, field_ids
 
 VERDICTS = ("ham", "unsure", "spam")
 
@@ -205,23 +205,27 @@ class Model:
     def explain(self, tokens: list[str]) -> Explanation:
         """One message's log-odds, token by token, without touching the rest of the vocabulary."""
         distinct = Counter(tokens)
-        cols = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
-        known = cols >= 0
+        every = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
+        known = every >= 0
         names = [t for t, k in zip(distinct, known, strict=True) if k]
-        cols = cols[known]
-        x = np.fromiter(distinct.values(), dtype=np.float64, count=len(distinct))[known]
+        cols = every[known]
+        counts = np.fromiter(distinct.values(), dtype=np.int64, count=len(distinct))
         event = self.scoring.event_model()
         w, _ = self.weights(cols)
         table, b = self.table(cols)
-        x = np.asarray(event.prepare(x), dtype=np.float64)
-        unknown = int((~known).sum())
         keys = self.duplicate_keys(cols)
-        log_odds = float(nb.batch_log_odds(event, table, b, x[None, :], np.array([unknown]), keys)[0])
+        # As batch scoring scores it: the table covers the message's known tokens only.
+        local = np.where(known, np.cumsum(known) - 1, -1)
+        fields = field_ids(list(distinct)) if event.by_field else None
+        log_odds = float(nb.flat_log_odds(event, table, b, local, counts, np.array([len(distinct)]), keys, fields)[0])
+        x = np.asarray(event.prepare(counts[known].astype(np.float64)), dtype=np.float64)
+        if fields is not None:
+            x = x * (fields[known] >= 0)  # tokens of a list server's fields carry nothing (tokens.NOT_EVIDENCE)
         # A token sharing its evidence with k others of the message carries 1/k of it.
-        contributions = w * x * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)
+        contributions = w * x * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), np.where(x > 0, keys, -1))
         # Linear models: the bias is the prior and absent tokens.  Fisher combining is
         # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
-        return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), unknown)
+        return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), int((~known).sum()))
 
 
 class Explanation(NamedTuple):

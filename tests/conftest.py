@@ -24,6 +24,16 @@ HAM_WORDS = ("meeting", "agenda", "project", "review", "lunch", "tuesday", "repo
 SHARED_WORDS = ("please", "today", "email", "thanks", "friend")
 
 
+# The fields a mailing list's server adds to each message it relays.
+LIST_SERVER_FIELDS = [
+    ("List-Id", "Discussion <talk.lists.example.org>"),
+    ("List-Unsubscribe", "<mailto:talk-request@lists.example.org?subject=unsubscribe>"),
+    ("List-Post", "<mailto:talk@lists.example.org>"),
+    ("X-BeenThere", "talk@lists.example.org"),
+    ("X-Mailman-Version", "2.0.11"),
+]
+
+
 def make_mail(
     subject: str = "hello",
     body: str = "hello world",

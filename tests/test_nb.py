@@ -16,8 +16,8 @@ from spamnb import classifier, nb, store
 from spamnb.features import Vocabulary, local_rows, rows_matrix
 from spamnb.model import Model, Scoring
 from spamnb.sources import Message
-from spamnb.tokens import Tokenizer
-from tests.conftest import count_rows, labelled_messages, make_mail
+from spamnb.tokens import Tokenizer, field_ids
+from tests.conftest import LIST_SERVER_FIELDS, count_rows, labelled_messages, make_mail
 
 ALPHAS = (0.01, 0.5, 1.0, 2.5)
 OURS_AND_THEIRS = ((functools.partial(nb.Multinomial, boolean=False), MultinomialNB), (nb.Bernoulli, BernoulliNB))
@@ -217,20 +217,35 @@ def test_duplicate_keys_join_tokens_whose_counts_agree_within_a_tenth() -> None:
     assert sub[0] == sub[2] != sub[1]
 
 
+def with_unknown_columns(model: nb.EventModel, table: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The flat entries' columns with each unknown entry (-1) given a column of its own past
+    the table, and the table extended by the event model's `unknown_row` for those."""
+    unknown = cols < 0
+    cols = cols.copy()
+    cols[unknown] = len(table) + np.arange(int(unknown.sum()))
+    extra = np.broadcast_to(model.unknown_row(), (int(unknown.sum()), *table.shape[1:]))
+    return cols, np.concatenate((table, extra))
+
+
 @settings(max_examples=60)
 @given(TOKEN_LISTS, st.sampled_from(["fisher", "multinomial", "bernoulli"]), st.integers(0, 3))
 def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[str]], event: str, seed: int) -> None:
-    """Batch classify's numpy scoring against nb.batch_log_odds on the scipy matrix, tokens
-    the vocabulary lacks included."""
+    """Batch classify's numpy scoring against nb.batch_log_odds on the scipy matrix: bit for
+    bit on the known tokens; tokens the vocabulary lacks as columns of `unknown_row` there."""
     X, y = random_counts(seed, v=5)
     model = nb.event_model(event)
     table, b = model.table(counts_of(X, y))
     rows = local_rows(token_lists)
     cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(rows.tokens), dtype=np.int64)[rows.cols]
-    unknown = np.bincount(np.repeat(np.arange(len(rows.lengths)), rows.lengths)[cols < 0], minlength=len(rows.lengths))
-    X_rows = rows_matrix(cols, rows.counts, rows.lengths, 5)
-    expected = nb.batch_log_odds(model, table, b, X_rows, unknown)
-    np.testing.assert_array_equal(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths), expected)
+    known = cols >= 0
+    n_known = np.bincount(np.repeat(np.arange(len(rows.lengths)), rows.lengths)[known], minlength=len(rows.lengths))
+    np.testing.assert_array_equal(
+        nb.flat_log_odds(model, table, b, cols[known], rows.counts[known], n_known),
+        nb.batch_log_odds(model, table, b, rows_matrix(cols[known], rows.counts[known], n_known, 5)),
+    )
+    wide_cols, wide_table = with_unknown_columns(model, table, cols)
+    X_rows = rows_matrix(wide_cols, rows.counts, rows.lengths, len(wide_table))
+    np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths), nb.batch_log_odds(model, wide_table, b, X_rows), rtol=1e-12, atol=1e-12)
     # With duplicate evidence counted once (least=1: every token keyed, so groups form),
     # the flat path scales each entry, the matrix path takes the surplus off: same sums.
     df = np.array([[1, 0, 1, 2, 0], [2, 3, 2, 0, 3]])  # f and a share (1, 2), c and e-e (0, 3)
@@ -238,11 +253,65 @@ def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[s
     keys = nb.duplicate_keys(counts, least=1)
     assert keys[0] == keys[2] and keys[1] == keys[4]
     table, b = model.table(counts)
-    grouped = nb.batch_log_odds(model, table, b, X_rows, unknown, keys)
+    wide_cols, wide_table = with_unknown_columns(model, table, cols)
+    wide_keys = np.concatenate((keys, np.full(len(wide_table) - len(keys), -1)))
+    grouped = nb.batch_log_odds(model, wide_table, b, X_rows, wide_keys)
     np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys), grouped, rtol=1e-12, atol=1e-12)
     if event != "fisher" and any({"f", "a"} <= set(tokens) for tokens in token_lists):
         # (Fisher may not move: it counts at least one test, however few the tokens)
-        assert not np.allclose(grouped, nb.batch_log_odds(model, table, b, X_rows, unknown))  # the rule did something
+        assert not np.allclose(grouped, nb.batch_log_odds(model, wide_table, b, X_rows))  # the rule did something
+    # Fields: per entry on the flat path, per column on the matrix path; one field for all is no fields.
+    fields = field_ids(rows.tokens)[rows.cols]
+    wide_fields = np.zeros(len(wide_table), np.int64)
+    wide_fields[wide_cols] = fields
+    by_field = nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys, fields)
+    np.testing.assert_allclose(by_field, nb.batch_log_odds(model, wide_table, b, X_rows, wide_keys, wide_fields), rtol=1e-12, atol=1e-12)
+    one_field = nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys, np.zeros_like(fields))
+    np.testing.assert_allclose(one_field, grouped, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial"])
+def test_fisher_leaves_out_a_list_servers_fields(event: str) -> None:
+    """A message scores as without its list server's fields under Fisher (classify and
+    explain alike), though the model learnt them; a linear model counts them."""
+    model = Model(scoring=Scoring(event=event))
+    listed = [Message(f"list{i}", make_mail("agenda", "meeting notes", headers=LIST_SERVER_FIELDS), "ham") for i in range(3)]
+    classifier.learn(model, [*labelled_messages(10, seed=11), *listed])
+    assert model.vocab.lookup(["list-id:talk.lists.example.org"]) != [-1]
+    bare = make_mail("cheap pills", "winner prize meeting")
+    with_fields = make_mail("cheap pills", "winner prize meeting", headers=LIST_SERVER_FIELDS)
+    scored = [s.log_odds for s in classifier.classify(model, [Message("a", bare), Message("b", with_fields)])]
+    explained = [model.explain(Tokenizer(model.tokens)(m)).log_odds for m in (bare, with_fields)]
+    np.testing.assert_allclose(explained, scored, rtol=1e-9, atol=1e-9)
+    if event == "fisher":
+        assert scored[0] == pytest.approx(scored[1], abs=1e-12)
+        e = model.explain(Tokenizer(model.tokens)(with_fields))
+        assert all(c == 0 for t, c in zip(e.tokens, e.contributions, strict=True) if t.startswith("list-"))
+    else:
+        assert scored[1] < scored[0] - 0.1  # learnt from ham only
+
+
+def test_fisher_counts_each_field_as_tests_apart() -> None:
+    """Fisher: each field's t tokens count as tests(t) tests, their sums scaled by tests(t) / t;
+    a linear event model ignores fields."""
+    f = np.array([0.9, 0.8, 0.95, 0.7, 0.2, 0.6])  # six tokens' f(w) in one message
+    table = np.column_stack([np.log(f), np.log1p(-f), np.ones(6)])
+    fields = np.array([0, 0, 0, 0, 1, 1])  # four of one field, two of another
+    model = nb.Fisher()
+    X = np.ones((1, 6))
+    plain = table.sum(axis=0)
+    tests4, tests2 = model.tests(np.array([4.0, 2.0]))
+    assert (tests4, tests2) == (np.rint(4**0.8), np.rint(2**0.8)) == (3.0, 2.0)
+    scaled = table[:4].sum(axis=0) * tests4 / 4 + table[4:].sum(axis=0) * tests2 / 2
+    assert scaled[2] == pytest.approx(5.0)  # 3 + 2 tests, against rint(6 ** 0.8) = 4 as one field
+    want = model.combine(plain[None, :], 0.3, scaled[None, :])
+    got = nb.batch_log_odds(model, table, 0.3, X, fields=fields)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not np.allclose(got, nb.batch_log_odds(model, table, 0.3, X))  # one field: 4 tests
+    np.testing.assert_allclose(nb.batch_log_odds(model, table, 0.3, X, fields=np.zeros(6, np.int64)), nb.batch_log_odds(model, table, 0.3, X), rtol=1e-12)
+    linear = nb.Multinomial()
+    w = np.linspace(-1, 1, 6)
+    np.testing.assert_array_equal(nb.batch_log_odds(linear, w, 0.1, X, fields=fields), nb.batch_log_odds(linear, w, 0.1, X))
 
 
 @pytest.mark.parametrize("span", [40, 10**9])  # a count per value; a sort (too many values)
@@ -339,12 +408,18 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     assert list(e_known.tokens) == list(e_diluted.tokens)
     # Neutral evidence makes the verdict less sure, never flips it.
     assert 0 < e_diluted.log_odds < e_known.log_odds
-    event = model.scoring.event_model()
+    # Each unknown token is f = x = 1/2 in its field: by hand, as one more known token of f = 1/2.
+    tokens = tokenize(diluted)
     table, b = model.table(e_known.cols)
-    keys = nb.duplicate_keys(model.counts, e_known.cols, event.duplicate_min)
-    shares = nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), keys)
-    by_hand = shares @ table + e_diluted.unknown * np.array([np.log(0.5), np.log(0.5), 1.0])
-    assert e_diluted.log_odds == pytest.approx(float(event.combine(by_hand[None, :], b)[0]), abs=1e-12)
+    keys = nb.duplicate_keys(model.counts, e_known.cols, model.scoring.event_model().duplicate_min)
+    half = [t for t in dict.fromkeys(tokens) if t not in set(e_known.tokens)]
+    wide = np.concatenate((table, np.tile([np.log(0.5), np.log(0.5), 1.0], (len(half), 1))))
+    fields = field_ids([*e_known.tokens, *half])
+    by_hand = nb.batch_log_odds(nb.Fisher(), wide, b, np.ones((1, len(wide))), np.concatenate((keys, np.full(len(half), -1))), fields)
+    assert e_diluted.log_odds == pytest.approx(float(by_hand[0]), abs=1e-12)
+    # Batch classify scores it the same.
+    scored = next(classifier.classify(model, [Message("m", diluted)]))
+    assert scored.log_odds == pytest.approx(e_diluted.log_odds, abs=1e-9)
     # A message of unknown tokens only is exactly undecided.
     assert model.explain(tokenize(b"Subject: zzqa\n\nzzqb zzqc\n")).log_odds == pytest.approx(0.0, abs=1e-12)
 

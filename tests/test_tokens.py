@@ -14,15 +14,17 @@ from hypothesis import strategies as st
 from spamnb.mime import BoundedMessage
 from spamnb.tokens import (
     EIGHT_BIT_CHARSETS,
+    NOT_EVIDENCE,
     UNICODE_LETTER,
     URL,
     Tokenizer,
     TokenSettings,
     charset_letter,
+    field_ids,
     stopword_set,
     url_matches,
 )
-from tests.conftest import ENVELOPE, make_mail, raw_mail
+from tests.conftest import ENVELOPE, LIST_SERVER_FIELDS, make_mail, raw_mail
 
 NO_HEADERS = TokenSettings(header_tokens=False)
 
@@ -163,6 +165,41 @@ def test_subject_word_pairs_skip_words_with_digits() -> None:
 def test_verdict_header_is_never_a_token(name: str) -> None:
     mail = make_mail("hi", "body", headers=[(name, "spam, score=0.9999 forgedword")])
     assert not any("forgedword" in t or t.startswith("x-spamnb:") for t in Tokenizer()(mail))
+
+
+def test_list_server_fields_are_tokens_of_no_evidence_field() -> None:
+    """Tokenised (the linear models use them), but in a field Fisher leaves out (tokens.LIST_FIELDS)."""
+    tokens = Tokenizer()(make_mail("hi", "body", headers=[*LIST_SERVER_FIELDS, ("Precedence", "bulk")]))
+    ids = dict(zip(tokens, field_ids(tokens).tolist(), strict=True))
+    listed = [t for t in tokens if t.startswith(("list-", "x-beenthere:", "x-mailman-version:"))]
+    assert {"list-id:talk.lists.example.org", "x-beenthere:talk", "x-mailman-version:2.0.11"} <= set(listed)
+    assert {ids[t] for t in listed} == {NOT_EVIDENCE}
+    assert ids["precedence:bulk"] >= 0 and ids["subject:hi"] >= 0 and ids["body"] >= 0  # a sender sets Precedence too
+
+
+def test_field_ids_group_tokens_by_the_field_they_came_from() -> None:
+    tokens = ["cheap", "url:example.com", "skip:a40", "subject:cheap", "subject:cheap_pills", "received:mx",
+              "rcvd-ip:10.0", "rcvd-host:example.com", "from:skip:x40", "from:bob", "pills"]
+    ids = field_ids(tokens).tolist()
+    groups = {}
+    for token, i in zip(tokens, ids, strict=True):
+        groups.setdefault(i, []).append(token)
+    # link targets and over-long words are the body's, a Received field's networks and domains its own
+    assert sorted(groups.values()) == sorted([
+        ["cheap", "url:example.com", "skip:a40", "pills"],
+        ["subject:cheap", "subject:cheap_pills"],
+        ["received:mx", "rcvd-ip:10.0", "rcvd-host:example.com"],
+        ["from:skip:x40", "from:bob"],
+    ])
+    assert field_ids([]).tolist() == []
+    # A message's tokens: every token of one header field shares its id, body words another.
+    mail = make_mail("cheap pills now", "buy cheap pills at http://example.com/x", sender="Bob <bob@example.com>")
+    tokens = Tokenizer()(mail)
+    by_prefix = {}
+    for token, i in zip(tokens, field_ids(tokens).tolist(), strict=True):
+        by_prefix.setdefault(token.split(":")[0] if ":" in token and not token.startswith("url:") else "", set()).add(i)
+    assert all(len(ids) == 1 for ids in by_prefix.values())
+    assert len({min(ids) for ids in by_prefix.values()}) == len(by_prefix)
 
 
 def test_envelope_line_is_not_a_token() -> None:
