@@ -128,6 +128,21 @@ def test_platt_fit_recovers_a_known_calibration():
     assert a == pytest.approx(0.25, rel=0.1) and b == pytest.approx(-1.0, abs=0.15)
 
 
+def test_platt_fit_is_set_by_the_messages_near_the_cut_off():
+    """Log-odds spread far apart (as Fisher's are, +-80) with the labels from sigmoid(z - 1):
+    plain Platt's smoothed targets let the surest messages, and one ham far on the spam side,
+    flatten the curve; with each message's pull bounded (model.OUTLIER_SHARE) it stays."""
+    rng = np.random.default_rng(1)
+    z = np.concatenate([rng.normal(-30, 15, 4000), rng.normal(30, 15, 2000)])
+    y = rng.random(len(z)) < probabilities(z - 1.0)
+    a, b = fit_platt(z, y)
+    assert a == pytest.approx(1.0, rel=0.25) and b == pytest.approx(-1.0, abs=0.6)
+    z_odd, y_odd = np.append(z, 90.0), np.append(y, False)
+    assert fit_platt(z_odd, y_odd)[0] == pytest.approx(a, rel=0.01)
+    plain, plain_odd = fit_platt(z, y, outlier=0.0)[0], fit_platt(z_odd, y_odd, outlier=0.0)[0]
+    assert plain < 0.7 * a and plain_odd < 0.8 * plain
+
+
 def test_platt_fit_of_separable_scores_stays_finite():
     a, b = fit_platt(np.array([-50.0, -40, 40, 50]), np.array([False, False, True, True]))
     assert math.isfinite(a) and a > 0 and math.isfinite(b)
