@@ -19,7 +19,7 @@ from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_ma
 from spamnb.model import Model, Scoring, fit_platt
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
-from spamnb.tokens import Tokenizer, TokenSettings, field_ids
+from spamnb.tokens import Tokenizer, TokenSettings, field_ids, run_field_ids
 
 CHUNK = 512
 LABEL_CLASS = {"ham": nb.HAM, "spam": nb.SPAM}
@@ -54,8 +54,11 @@ _WORK: dict = {}
 def _tokenize_rows(datas: list[bytes]) -> Rows:
     """Worker task: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
     tokenize = _WORK["tokenize"]
-    rows = local_rows([tokenize(data) for data in datas])
-    return rows._replace(fields=field_ids(rows.tokens)) if _WORK.get("by_field") else rows
+    if not _WORK.get("by_field"):
+        return local_rows([tokenize(data) for data in datas])
+    runs: list[list[tuple[str, int]]] = [[] for _ in datas]
+    token_lists = [tokenize(data, message_runs) for data, message_runs in zip(datas, runs, strict=True)]
+    return local_rows(token_lists, run_field_ids(runs, [len(tokens) for tokens in token_lists]))
 
 
 def _score(datas: list[bytes]) -> np.ndarray:

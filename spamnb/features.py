@@ -260,8 +260,9 @@ class Rows(NamedTuple):
     fields: np.ndarray | None = None  # per token, its `tokens.field_ids`, where scoring needs them
 
 
-def local_rows(token_lists: Sequence[Sequence[str]]) -> Rows:
-    """Each message's distinct tokens, in order of their first sight in the chunk, with counts."""
+def local_rows(token_lists: Sequence[Sequence[str]], fields: np.ndarray | None = None) -> Rows:
+    """Each message's distinct tokens, in order of their first sight in the chunk, with counts
+    (and each distinct token's field, from `fields` of every token in order, if given)."""
     # Columns by first sight in one pass in C: a defaultdict whose default is its own size
     # numbers each new token as it is met.  Then each message's distinct columns and their
     # counts come from one numpy sort of (message, column) keys.  On the SpamAssassin
@@ -278,7 +279,11 @@ def local_rows(token_lists: Sequence[Sequence[str]]) -> Rows:
     distinct = keys[starts]
     row = distinct // n
     counts = np.diff(starts, append=len(keys))
-    return Rows(list(index), (distinct - row * n).astype(np.int32), counts.astype(np.int32), np.bincount(row, minlength=len(token_lists)))
+    token_fields = None
+    if fields is not None:
+        token_fields = np.zeros(len(index), np.int64)
+        token_fields[ids] = fields  # a token's field is its prefix's: every sight agrees
+    return Rows(list(index), (distinct - row * n).astype(np.int32), counts.astype(np.int32), np.bincount(row, minlength=len(token_lists)), token_fields)
 
 
 def rows_matrix(cols: np.ndarray, counts: np.ndarray, lengths: np.ndarray, n_features: int) -> scipy.sparse.csr_matrix:

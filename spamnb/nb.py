@@ -259,7 +259,7 @@ class Fisher(NamedTuple):
     # A token's row of the table depends only on its own counts and the class totals
     # `docs`, so a table of some columns needs only their counts (classifier.held_out_table).
     per_token = True
-    # Each header field's tokens (and the body's) count as tests apart (`tests`, `field_scaled`),
+    # Each header field's tokens (and the body's) count as tests apart (`tests`, `fisher_by_field`),
     # the tokens of a list server's fields not at all (tokens.LIST_FIELDS).  `spamnb eval
     # --index ../shared/corpora/spamassassin/index --folds 5`, Platt calibration: 1-AUC
     # 0.0182% -> 0.0157%, 1 FP, recall at 0.5% ham lost 99.05% -> 99.26%, ECE 0.0025 ->
@@ -319,7 +319,7 @@ class Fisher(NamedTuple):
         """Log-odds from each row's sums Z of (ln f, ln(1 - f), 1) over its tokens.
 
         `scaled`: the same sums with each field's tokens weighted by `tests` / their number
-        (`field_scaled`), so its last column is the row's tests; None: the row is one field.
+        (`fisher_by_field`), so its last column is the row's tests; None: the row is one field.
         """
         Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
         if scaled is None:
@@ -562,17 +562,6 @@ def row_sums(rows: np.ndarray, n: int, weights: np.ndarray, per_entry: np.ndarra
     return np.column_stack([np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T])
 
 
-def field_scaled(model: Fisher, rows: np.ndarray, weights: np.ndarray, fields: np.ndarray) -> np.ndarray:
-    """Each entry's weight times tests / tokens of its field in its row (`Fisher.tests`):
-    a field's entries then sum to its tests, not its tokens (`Fisher.combine`'s `scaled`)."""
-    if not len(rows):
-        return weights
-    width = int(fields.max()) + 1
-    pairs = rows.astype(np.int64) * width + fields
-    tokens = group_sizes(pairs, (int(rows.max()) + 1) * width, weights)
-    return weights * model.tests(tokens) / tokens
-
-
 def batch_log_odds(
     model: EventModel, table: np.ndarray, b: float, X: Any, keys: np.ndarray | None = None, fields: np.ndarray | None = None
 ) -> np.ndarray:
@@ -597,9 +586,24 @@ def batch_log_odds(
 
 
 def fisher_by_field(model: Fisher, per_entry: np.ndarray, b: float, rows: np.ndarray, n: int, x: np.ndarray, fields: np.ndarray) -> np.ndarray:
-    """Fisher log-odds of n rows from entries (row, table row, weight, field), each field's tests counted apart."""
+    """Fisher log-odds of n rows from entries (row, table row, weight, field), each field's
+    t tokens counted as `tests(t)`: its entries' sums scaled by tests(t) / t (`combine`'s `scaled`)."""
     plain = row_sums(rows, n, x, per_entry)
-    return model.combine(plain, b, row_sums(rows, n, field_scaled(model, rows, x, fields), per_entry))
+    width = int(fields.max()) + 1 if len(fields) else 1
+    slots = rows.astype(np.int64) * width + fields  # (row, field)
+    if n * width <= DENSE_GROUPS * max(len(slots), 1):
+        found = np.arange(n * width)  # every (row, field), used or not
+        slot_of = slots
+    else:
+        found, slot_of = np.unique(slots, return_inverse=True)
+        slot_of = slot_of.ravel()
+    tokens = np.bincount(slot_of, weights=x, minlength=len(found))
+    tests = model.tests(tokens)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factor = np.where(tokens > 0, tests / tokens, 0.0)
+    scaled = row_sums(rows, n, x * factor[slot_of], per_entry[:, :2])
+    row_tests = np.bincount(found // width, weights=tests, minlength=n)
+    return model.combine(plain, b, np.column_stack((scaled, row_tests)))
 
 
 def flat_log_odds(
@@ -624,7 +628,7 @@ def flat_log_odds(
     """
     n = len(lengths)
     row_of = np.repeat(np.arange(n), lengths)
-    if fields is not None and model.by_field:
+    if fields is not None and model.by_field and fields.min(initial=0) < 0:
         counted = fields >= 0  # tokens of fields that are no evidence (tokens.NOT_EVIDENCE) left out
         row_of, cols, counts, fields = row_of[counted], cols[counted], counts[counted], fields[counted]
     known = cols >= 0
@@ -635,12 +639,15 @@ def flat_log_odds(
         x = x * duplicate_shares(rows, known_cols, keys)
     per_entry = table[known_cols]
     if fields is not None and model.by_field:
-        # Unknown tokens are neutral evidence within their own fields.
-        unknown = ~known
-        rows = np.concatenate((rows, row_of[unknown]))
-        x = np.concatenate((x, np.ones(int(unknown.sum()))))
-        per_entry = np.concatenate((per_entry, np.broadcast_to(model.unknown_row(), (len(x) - len(per_entry), 3))))
-        return fisher_by_field(model, per_entry, b, rows, n, x, np.concatenate((fields[known][order], fields[unknown])))
+        entry_fields = fields[known][order]
+        unknown = np.flatnonzero(~known)
+        if unknown.size:
+            # Unknown tokens are neutral evidence within their own fields.
+            rows = np.concatenate((rows, row_of[unknown]))
+            x = np.concatenate((x, np.ones(unknown.size)))
+            per_entry = np.concatenate((per_entry, np.broadcast_to(model.unknown_row(), (unknown.size, 3))))
+            entry_fields = np.concatenate((entry_fields, fields[unknown]))
+        return fisher_by_field(model, per_entry, b, rows, n, x, entry_fields)
     Z = row_sums(rows, n, x, per_entry)
     return combined(model, Z, b, np.bincount(row_of[~known], minlength=n))
 

@@ -63,6 +63,37 @@ def field_ids(tokens: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(_FieldNumbers().__getitem__, [t[: t.find(":") + 1] for t in tokens]), dtype=np.int64, count=len(tokens))
 
 
+def run_field_ids(runs: Sequence[list[tuple[str, int]]], lengths: Sequence[int]) -> np.ndarray:
+    """`field_ids` of every token of messages `lengths` tokens long, from their `runs`
+    (Tokenizer's): 0.02 s of CPU for a corpus whose chunks' distinct tokens took 0.17 s."""
+    numbers = _FieldNumbers()
+    by_name = _NameFields(numbers)
+    names: list[str] = []
+    counts: list[int] = []
+    for message_runs, length in zip(runs, lengths, strict=True):
+        header_tokens = 0
+        for name, n in message_runs:
+            names.append(name)
+            counts.append(n)
+            header_tokens += n
+        names.append("")  # the body
+        counts.append(length - header_tokens)
+    ids = np.fromiter(map(by_name.__getitem__, names), dtype=np.int64, count=len(names))
+    return np.repeat(ids, counts)
+
+
+class _NameFields(dict):
+    """A header field's name (as read, "" for the body) -> the field id of its tokens' prefix."""
+
+    def __init__(self, numbers: _FieldNumbers) -> None:
+        super().__init__({"": numbers[""]})
+        self.numbers = numbers
+
+    def __missing__(self, name: str) -> int:
+        found = self[name] = self.numbers[name.lower() + ":"]
+        return found
+
+
 class TokenFields(NamedTuple):
     lowercase: bool = True
     # Off by measurement: Fisher 1-AUC 0.0404% with English stopwords dropped, 0.0373% kept.
@@ -226,7 +257,9 @@ class Tokenizer:
         self._long_run = b"a" * (self.settings.max_len + 1)  # see words
         self._header_cache: dict[tuple[str, str], list[str]] = {}
 
-    def __call__(self, data: bytes) -> list[str]:
+    def __call__(self, data: bytes, runs: list[tuple[str, int]] | None = None) -> list[str]:
+        """The message's tokens; `runs`, if given, gets each header field's name and how
+        many tokens it gave, in order (the tokens after them are the body's)."""
         # As learnt: no envelope line, no verdict header (ours or a forgery), then capped.
         data = message_headers.unstamped(data, self.settings.max_bytes)
         try:
@@ -234,27 +267,31 @@ class Tokenizer:
             # raw_items: items() would turn a value with 8-bit bytes into a Header
             # whose text has lost them (decode_header_value recovers them).
             headers = list(msg.raw_items()) if self.settings.header_tokens else []
-            return self.tokens_of(headers, list(iter_text_parts(msg)))
+            return self.tokens_of(headers, list(iter_text_parts(msg)), runs)
         except Exception:  # noqa: BLE001 - any failure (RecursionError, TooManyParts, a fault on mail no test met): its raw text
             # A message is never dropped from a batch, nor a run stopped, by one that cannot be read.
+            if runs is not None:
+                runs.clear()
             return self.tokens_of([], [("plain", data.decode("latin-1"))])
 
-    def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[str]:
-        """The tokens of a message's header fields and its (subtype, text) parts."""
+    def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]], runs: list[tuple[str, int]] | None = None) -> list[str]:
+        """The tokens of a message's header fields and its (subtype, text) parts (`runs` as in `__call__`)."""
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:
             if name == "Received":
                 # Never in the cache (below): no look-up of its (name, value), one
                 # field in four.  Header loop 1.10 -> 1.06 s of CPU with the decoding skip.
-                tokens += self.header_tokens(name, value)
-                continue
-            found = cache.get((name, value))
-            if found is None:
                 found = self.header_tokens(name, value)
-                if name.lower() != "received":
-                    remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
-            tokens.extend(found)
+            else:
+                found = cache.get((name, value))
+                if found is None:
+                    found = self.header_tokens(name, value)
+                    if name.lower() != "received":
+                        remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
+            tokens += found
+            if runs is not None:
+                runs.append((name, len(found)))
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
             # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.
