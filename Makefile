@@ -31,12 +31,13 @@ bench: install
 	$(BIN)/python bench/bench.py
 
 # The CI accuracy gate on the SpamAssassin corpus (skipped where it is absent): measured
-# AUC 0.999818, precision 0.99945, recall at 0.5% ham lost 0.99051 (Fisher with n ** 0.8 tests plus the
-# geometric mean, duplicates within a tenth from 7 messages, subject word pairs; main, 2026-11-30).  The bars sit
-# just under those, so a change that ranks worse than today fails here.
+# AUC 0.999843, precision 0.99945 (1 ham flagged), recall at the cut-off 0.96150 (73 spam
+# missed), recall at 0.5% ham lost 0.99262 (Fisher with n ** 0.8 tests per header field,
+# list servers' fields left out, robust Platt; main, 2026-11-30).  The bars sit just under
+# those, so a change that ranks worse, flags a second ham or misses more spam fails here.
 accuracy: install
 	@if [ -f $(SA_INDEX) ]; then \
-		$(SPAMNB) -q eval --index $(SA_INDEX) --folds 5 --fail-under auc=0.99980 --fail-under precision=0.998 --fail-under recall_at_half_percent_ham_loss=0.988; \
+		$(SPAMNB) -q eval --index $(SA_INDEX) --folds 5 --fail-under auc=0.99983 --fail-under precision=0.9994 --fail-under recall=0.961 --fail-under recall_at_half_percent_ham_loss=0.990; \
 	else echo "no $(SA_INDEX): accuracy gate skipped"; fi
 
 clean:
