@@ -56,7 +56,7 @@ def _tokenize_rows(datas: list[bytes]) -> Rows:
     tokenize = _WORK["tokenize"]
     if not _WORK.get("by_field"):
         return local_rows([tokenize(data) for data in datas])
-    runs: list[list[tuple[str, int]]] = [[] for _ in datas]
+    runs: list[list[int]] = [[] for _ in datas]
     token_lists = [tokenize(data, message_runs) for data, message_runs in zip(datas, runs, strict=True)]
     return local_rows(token_lists, run_field_ids(runs, [len(tokens) for tokens in token_lists]))
 

@@ -411,7 +411,7 @@ def test_fields_from_the_tokeniser_runs_are_the_tokens_own(datas: list[bytes]) -
     and explain from the token strings (field_ids): the same fields either way, and the
     runs change no token."""
     tokenize = Tokenizer()
-    runs: list[list[tuple[str, int]]] = [[] for _ in datas]
+    runs: list[list[int]] = [[] for _ in datas]
     lists = [tokenize(data, message_runs) for data, message_runs in zip(datas, runs, strict=True)]
     assert lists == [tokenize(data) for data in datas]
     by_runs = run_field_ids(runs, [len(tokens) for tokens in lists]).tolist()
@@ -424,13 +424,12 @@ def test_fields_from_the_tokeniser_runs_are_the_tokens_own(datas: list[bytes]) -
 
 def test_runs_of_a_message_that_falls_back_to_its_raw_text_are_all_body() -> None:
     mail = make_mail("offer", "see the offer", html="<p>Buy now</p>")
-    runs: list[tuple[str, int]] = []
+    runs: list[int] = []
     with mock.patch("spamnb.tokens.html_to_text", side_effect=ValueError("planted fault")):
         tokens = Tokenizer()(mail, runs)
     assert runs == [] and "offer" in tokens  # every token the body's, none left counted under a header
-    runs = []
     tokens = Tokenizer()(mail, runs)
-    assert [name for name, _ in runs][:3] == ["From", "To", "Subject"] and sum(n for _, n in runs) < len(tokens)
+    assert len(set(runs[0:6:2])) == 3 and 0 < sum(runs[1::2]) < len(tokens)  # From, To, Subject; then the body
 
 
 def test_a_lazy_pattern_is_the_compiled_pattern_once_used() -> None:
