@@ -19,7 +19,7 @@ from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_ma
 from spamnb.model import Model, Scoring, fit_platt
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
-from spamnb.tokens import Tokenizer, TokenSettings, field_ids, run_field_ids
+from spamnb.tokens import Tokenizer, TokenSettings, field_ids
 
 CHUNK = 512
 LABEL_CLASS = {"ham": nb.HAM, "spam": nb.SPAM}
@@ -54,11 +54,11 @@ _WORK: dict = {}
 def _tokenize_rows(datas: list[bytes]) -> Rows:
     """Worker task: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
     tokenize = _WORK["tokenize"]
-    if not _WORK.get("by_field"):
-        return local_rows([tokenize(data) for data in datas])
-    runs: list[list[int]] = [[] for _ in datas]
-    token_lists = [tokenize(data, message_runs) for data, message_runs in zip(datas, runs, strict=True)]
-    return local_rows(token_lists, run_field_ids(runs, [len(tokens) for tokens in token_lists]))
+    rows = local_rows([tokenize(data) for data in datas])
+    # From the chunk's distinct token strings: 0.20 s of CPU on the SpamAssassin corpus;
+    # from runs of tokens per header field the tokeniser recorded, 0.26 s (its bookkeeping
+    # 0.15 s, spreading the runs over the tokens 0.11 s).
+    return rows._replace(fields=field_ids(rows.tokens)) if _WORK.get("by_field") else rows
 
 
 def _score(datas: list[bytes]) -> np.ndarray:

@@ -63,33 +63,6 @@ def field_ids(tokens: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(_FieldNumbers().__getitem__, [t[: t.find(":") + 1] for t in tokens]), dtype=np.int64, count=len(tokens))
 
 
-def run_field_ids(runs: Sequence[list[int]], lengths: Sequence[int]) -> np.ndarray:
-    """`field_ids` of every token of messages `lengths` tokens long, from their `runs`
-    (Tokenizer's: field, token count, field, count, ... for the header; the rest the body's)."""
-    fields: list[int] = []
-    counts: list[int] = []
-    body = FIELD_OF_PREFIX[""]
-    for message_runs, length in zip(runs, lengths, strict=True):
-        header_counts = message_runs[1::2]
-        fields += message_runs[::2]
-        fields.append(body)
-        counts += header_counts
-        counts.append(length - sum(header_counts))
-    return np.repeat(np.asarray(fields, dtype=np.int64), counts)
-
-
-class _NameFields(dict):
-    """A header field's name (as read) -> the field id of its tokens' prefix (`field_ids`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.numbers = _FieldNumbers()
-
-    def __missing__(self, name: str) -> int:
-        found = self[name] = self.numbers[name.lower() + ":"]
-        return found
-
-
 class TokenFields(NamedTuple):
     lowercase: bool = True
     # Off by measurement: Fisher 1-AUC 0.0404% with English stopwords dropped, 0.0373% kept.
@@ -252,12 +225,8 @@ class Tokenizer:
         self._min_checked = 2 if at_least_two else 1
         self._long_run = b"a" * (self.settings.max_len + 1)  # see words
         self._header_cache: dict[tuple[str, str], list[str]] = {}
-        self._fields = _NameFields()  # header name -> field id, for `runs`
 
-    def __call__(self, data: bytes, runs: list[int] | None = None) -> list[str]:
-        """The message's tokens; `runs`, if given, gets each header field's field id
-        (`field_ids`, numbered for this tokeniser) and how many tokens it gave, in order
-        (the tokens after them are the body's)."""
+    def __call__(self, data: bytes) -> list[str]:
         # As learnt: no envelope line, no verdict header (ours or a forgery), then capped.
         data = message_headers.unstamped(data, self.settings.max_bytes)
         try:
@@ -265,15 +234,13 @@ class Tokenizer:
             # raw_items: items() would turn a value with 8-bit bytes into a Header
             # whose text has lost them (decode_header_value recovers them).
             headers = list(msg.raw_items()) if self.settings.header_tokens else []
-            return self.tokens_of(headers, list(iter_text_parts(msg)), runs)
+            return self.tokens_of(headers, list(iter_text_parts(msg)))
         except Exception:  # noqa: BLE001 - any failure (RecursionError, TooManyParts, a fault on mail no test met): its raw text
             # A message is never dropped from a batch, nor a run stopped, by one that cannot be read.
-            if runs is not None:
-                runs.clear()
             return self.tokens_of([], [("plain", data.decode("latin-1"))])
 
-    def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]], runs: list[int] | None = None) -> list[str]:
-        """The tokens of a message's header fields and its (subtype, text) parts (`runs` as in `__call__`)."""
+    def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[str]:
+        """The tokens of a message's header fields and its (subtype, text) parts."""
         tokens: list[str] = []
         cache = self._header_cache
         for name, value in headers:
@@ -288,8 +255,6 @@ class Tokenizer:
                     if name.lower() != "received":
                         remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
             tokens += found
-            if runs is not None:
-                runs += (self._fields[name], len(found))
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
             # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.

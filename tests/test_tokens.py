@@ -6,14 +6,11 @@ import email.message
 import re
 import time
 from email.message import EmailMessage
-from unittest import mock
 
-import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spamnb.features import local_rows
 from spamnb.mime import BoundedMessage
 from spamnb.tokens import (
     EIGHT_BIT_CHARSETS,
@@ -24,7 +21,6 @@ from spamnb.tokens import (
     TokenSettings,
     charset_letter,
     field_ids,
-    run_field_ids,
     stopword_set,
     url_matches,
 )
@@ -397,39 +393,6 @@ def simple_messages(draw: st.DrawFn) -> bytes:
 @given(simple_messages())
 def test_single_part_fast_path_agrees_with_the_parser(data: bytes) -> None:
     assert_read_as_the_parser_reads(data, "single_part_of", ({}, {"ngram": 2, "stopwords": True}))
-
-
-def same_partition(a: list[int], b: list[int]) -> bool:
-    """Whether two numberings group the same items together."""
-    return len(set(a)) == len(set(b)) == len(set(zip(a, b, strict=True)))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(simple_messages(), min_size=1, max_size=4))
-def test_fields_from_the_tokeniser_runs_are_the_tokens_own(datas: list[bytes]) -> None:
-    """Workers number fields from each header field's run of tokens (run_field_ids), eval
-    and explain from the token strings (field_ids): the same fields either way, and the
-    runs change no token."""
-    tokenize = Tokenizer()
-    runs: list[list[int]] = [[] for _ in datas]
-    lists = [tokenize(data, message_runs) for data, message_runs in zip(datas, runs, strict=True)]
-    assert lists == [tokenize(data) for data in datas]
-    by_runs = run_field_ids(runs, [len(tokens) for tokens in lists]).tolist()
-    by_strings = field_ids([t for tokens in lists for t in tokens]).tolist()
-    assert [f < 0 for f in by_runs] == [f < 0 for f in by_strings]
-    assert same_partition(by_runs, by_strings)
-    rows = local_rows(lists, np.asarray(by_runs))
-    assert same_partition(rows.fields.tolist(), field_ids(rows.tokens).tolist())
-
-
-def test_runs_of_a_message_that_falls_back_to_its_raw_text_are_all_body() -> None:
-    mail = make_mail("offer", "see the offer", html="<p>Buy now</p>")
-    runs: list[int] = []
-    with mock.patch("spamnb.tokens.html_to_text", side_effect=ValueError("planted fault")):
-        tokens = Tokenizer()(mail, runs)
-    assert runs == [] and "offer" in tokens  # every token the body's, none left counted under a header
-    tokens = Tokenizer()(mail, runs)
-    assert len(set(runs[0:6:2])) == 3 and 0 < sum(runs[1::2]) < len(tokens)  # From, To, Subject; then the body
 
 
 def test_a_lazy_pattern_is_the_compiled_pattern_once_used() -> None:
