@@ -291,6 +291,22 @@ def test_fisher_leaves_out_a_list_servers_fields(event: str) -> None:
         assert scored[1] < scored[0] - 0.1  # learnt from ham only
 
 
+@settings(max_examples=40)
+@given(TOKEN_LISTS, st.integers(0, 3))
+def test_fisher_by_field_is_the_same_however_the_fields_are_numbered(token_lists: list[list[str]], seed: int) -> None:
+    """Only which tokens share a field counts: ids far apart (per (row, field) groups by a
+    sort, not a count per possible slot) or shuffled give the same log-odds."""
+    X, y = random_counts(seed, v=5)
+    model = nb.Fisher()
+    table, b = model.table(counts_of(X, y))
+    rows = local_rows(token_lists)
+    cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(rows.tokens), dtype=np.int64)[rows.cols]
+    fields = np.array([len(t) % 3 for t in rows.tokens], dtype=np.int64)[rows.cols]  # three fields by token length
+    want = nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, fields=fields)
+    for renumbered in (fields * 100_000 + 7, (2 - fields) * 3):
+        np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, fields=renumbered), want, rtol=1e-12, atol=1e-12)
+
+
 def test_fisher_counts_each_field_as_tests_apart() -> None:
     """Fisher: each field's t tokens count as tests(t) tests, their sums scaled by tests(t) / t;
     a linear event model ignores fields."""

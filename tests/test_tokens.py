@@ -202,6 +202,26 @@ def test_field_ids_group_tokens_by_the_field_they_came_from() -> None:
     assert len({min(ids) for ids in by_prefix.values()}) == len(by_prefix)
 
 
+TOKEN_TEXT = st.text(st.sampled_from("ab:-_.ü1"), min_size=1, max_size=8)
+
+
+@given(st.lists(TOKEN_TEXT, max_size=30))
+def test_field_ids_number_each_prefix_once(tokens: list[str]) -> None:
+    """Tokens share a field id exactly when they share a prefix up to the first colon (the
+    body's "", "url:" and "skip:" one field, the Received family another); list servers'
+    prefixes are NOT_EVIDENCE."""
+    aliases = {"url:": "", "skip:": "", "rcvd-ip:": "received:", "rcvd-host:": "received:"}
+    tokens = [*tokens, "url:x", "skip:a40", "rcvd-ip:1.2", "received:x", "list-id:x", "body"]
+    prefix = [t[: t.find(":") + 1] for t in tokens]
+    field = [aliases.get(p, p) for p in prefix]
+    ids = field_ids(tokens).tolist()
+    for i in range(len(tokens)):
+        assert (ids[i] == NOT_EVIDENCE) == field[i].startswith(("list-", "x-beenthere:", "x-mailman-version:"))
+        for j in range(len(tokens)):
+            if ids[i] >= 0 and ids[j] >= 0:
+                assert (ids[i] == ids[j]) == (field[i] == field[j])
+
+
 def test_envelope_line_is_not_a_token() -> None:
     mail = ENVELOPE + b"\n" + make_mail("hi", "body")
     assert Tokenizer()(mail) == Tokenizer()(make_mail("hi", "body"))
