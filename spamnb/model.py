@@ -257,10 +257,10 @@ class Model:
         fields = field_ids(list(distinct)) if event.by_field else None
         log_odds = float(nb.flat_log_odds(event, table, b, local, counts, np.array([len(distinct)]), keys, fields)[0])
         x = np.asarray(event.prepare(counts[known].astype(np.float64)), dtype=np.float64)
-        if fields is not None:
-            x = x * (fields[known] >= 0)  # tokens of a list server's fields carry nothing (tokens.NOT_EVIDENCE)
+        # Tokens of a list server's fields carry nothing under Fisher (tokens.NOT_EVIDENCE).
+        evidence = np.ones(len(cols), bool) if fields is None else fields[known] >= 0
         # A token sharing its evidence with k others of the message carries 1/k of it.
-        contributions = w * x * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), np.where(x > 0, keys, -1))
+        contributions = w * x * evidence * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), np.where(evidence, keys, -1))
         # Linear models: the bias is the prior and absent tokens.  Fisher combining is
         # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
         return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), int((~known).sum()))

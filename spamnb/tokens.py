@@ -247,14 +247,14 @@ class Tokenizer:
             if name == "Received":
                 # Never in the cache (below): no look-up of its (name, value), one
                 # field in four.  Header loop 1.10 -> 1.06 s of CPU with the decoding skip.
+                tokens += self.header_tokens(name, value)
+                continue
+            found = cache.get((name, value))
+            if found is None:
                 found = self.header_tokens(name, value)
-            else:
-                found = cache.get((name, value))
-                if found is None:
-                    found = self.header_tokens(name, value)
-                    if name.lower() != "received":
-                        remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
-            tokens += found
+                if name.lower() != "received":
+                    remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
+            tokens.extend(found)
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
             # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.
