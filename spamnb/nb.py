@@ -624,8 +624,10 @@ def flat_log_odds(
     """
     n = len(lengths)
     row_of = np.repeat(np.arange(n), lengths)
-    if fields is not None and model.by_field:
-        return flat_by_field(model, table, b, row_of, n, cols, counts, keys, fields)
+    by_field = fields is not None and model.by_field
+    if by_field and fields.min(initial=0) < 0:
+        counted = fields >= 0  # tokens of fields that are no evidence (tokens.NOT_EVIDENCE) left out
+        row_of, cols, counts, fields = row_of[counted], cols[counted], counts[counted], fields[counted]
     known = cols >= 0
     order = np.argsort(row_of[known] * len(table) + cols[known])
     rows, known_cols = row_of[known][order], cols[known][order]
@@ -633,31 +635,16 @@ def flat_log_odds(
     if keys is not None:
         x = x * duplicate_shares(rows, known_cols, keys)
     per_entry = table[known_cols]
+    unknown = np.flatnonzero(~known)
+    if by_field:
+        # Unknown tokens are neutral evidence within their own fields, summed after the
+        # known ones (all alike), so the floats do not depend on the chunking either.
+        rows = np.concatenate((rows, row_of[unknown]))
+        x = np.concatenate((x, np.ones(unknown.size)))
+        per_entry = np.concatenate((per_entry, np.broadcast_to(model.unknown_row(), (unknown.size, 3))))
+        return fisher_by_field(model, per_entry, b, rows, n, x, np.concatenate((fields[known][order], fields[unknown])))
     Z = row_sums(rows, n, x, per_entry)
-    return combined(model, Z, b, np.bincount(row_of[~known], minlength=n))
-
-
-def flat_by_field(
-    model: Fisher, table: np.ndarray, b: float, row_of: np.ndarray, n: int, cols: np.ndarray, counts: np.ndarray, keys: np.ndarray | None, fields: np.ndarray
-) -> np.ndarray:
-    """`flat_log_odds` by field: unknown tokens neutral evidence within their own fields,
-    those of a field below 0 (tokens.NOT_EVIDENCE) left out.  Known tokens are summed in
-    column order within their row, unknown ones (all alike) after them, so the floats do
-    not depend on how the rows were cut into chunks."""
-    if fields.min(initial=0) < 0:
-        counted = fields >= 0
-        row_of, cols, counts, fields = row_of[counted], cols[counted], counts[counted], fields[counted]
-    known = cols >= 0
-    order = np.concatenate((np.flatnonzero(known)[np.argsort(row_of[known] * len(table) + cols[known])], np.flatnonzero(~known)))
-    row_of, cols, fields = row_of[order], cols[order], fields[order]
-    x = np.asarray(model.prepare(counts[order].astype(np.float64)), dtype=np.float64)
-    n_known = int(known.sum())
-    per_entry = np.empty((len(cols), 3))
-    per_entry[:n_known] = table[cols[:n_known]]
-    per_entry[n_known:] = model.unknown_row()
-    if keys is not None:
-        x[:n_known] *= duplicate_shares(row_of[:n_known], cols[:n_known], keys)
-    return fisher_by_field(model, per_entry, b, row_of, n, x, fields)
+    return combined(model, Z, b, np.bincount(row_of[unknown], minlength=n))
 
 
 def combined(model: EventModel, Z: np.ndarray, b: float, unknown: np.ndarray | None) -> np.ndarray:
