@@ -29,6 +29,7 @@ test: lint
 
 bench: install
 	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/hostile.py
 
 # The CI accuracy gate on the SpamAssassin corpus (skipped where it is absent): measured
 # AUC 0.999843, precision 0.99945 (1 ham flagged), recall at the cut-off 0.96150 (73 spam
