@@ -15,6 +15,7 @@ from operator import itemgetter
 from typing import Any
 
 from spamnb.lazy import Lazy
+from spamnb.mimelimits import MAX_CONTENT_TYPE_CHARS, MAX_LINES, MAX_MESSAGES, capped
 
 ENCODED_WORD = Lazy(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
 # Adjacent encoded words, decoded together (RFC 2047 drops the space between them).
@@ -25,26 +26,8 @@ SLOW_CODECS = frozenset({"punycode", "idna"})
 
 # Deeper MIME trees than this are abuse, not mail; their text is tokenised raw.
 MAX_PARTS = 200
-# Bounds on what the email package is given.  Its parser costs microseconds per
-# line and per part, times the nesting depth, and its header code is quadratic in a
-# header's length: on 1 MiB of hostile mail a 1,000-deep multipart took 1 s,
-# 130,000 empty parts 10 s, a Content-Type of `;a=b` parameters 39 s.  Real mail
-# stays far inside these; beyond them the rest of a header is dropped, a part nested
-# deeper is read as plain text, and a message of more parts is tokenised raw.
-MAX_LINES = 20_000
-MAX_MESSAGES = 1_000  # parts, all levels
-MAX_DEPTH = 10
-MAX_HEADER_CHARS = 16_384  # per header value, folded lines included
-# Content-Type parameters are parsed again on every look-up, in time quadratic in
-# the value (60 parts of 16 kB of `;` in quotes took 27 s); real ones are short.
-MAX_CONTENT_TYPE_CHARS = 1_024
 # Line ends as the email package splits lines.
 LINE_END = Lazy(rb"\r\n|\r|\n")
-
-
-def capped(name: str, value: str) -> str:
-    """A header value cut to what the email package may be given (see MAX_HEADER_CHARS)."""
-    return value[: MAX_CONTENT_TYPE_CHARS if name.lower() == "content-type" else MAX_HEADER_CHARS]
 
 
 def parse_bounded(data: bytes) -> Any:
@@ -319,10 +302,24 @@ class SinglePart:
 
             return quopri.decodestring(data)
         if cte == "base64":
-            from email._encoded_words import decode_b  # lenient: bad padding and characters
-
-            return decode_b(b"".join(data.splitlines()))[0]
+            return lenient_base64(b"".join(data.splitlines()))
         return data
+
+
+def lenient_base64(data: bytes) -> bytes:
+    """Base64 as the email package decodes a payload: padding added where it is missing,
+    characters outside the alphabet skipped, and undecodable input (one character more
+    than a multiple of 4) left as it is."""
+    import base64
+    import binascii
+
+    missing = b"==="[: 4 - len(data) % 4] if len(data) % 4 else b""
+    for attempt, validate in ((data + missing, True), (data, False), (data + b"==", False)):
+        try:
+            return base64.b64decode(attempt, validate=validate)
+        except binascii.Error:
+            pass
+    return data
 
 
 def unquote(value: str) -> str:

@@ -9,12 +9,9 @@ import email.parser
 import functools
 import itertools
 from collections.abc import Iterator
+from email.policy import Policy, compat32
 
-# The policy object of the email package's defaults, without importing email.policy
-# (with its header registry: 10 ms of the one-message pipe's start-up).
-from email._policybase import Policy, compat32
-
-from spamnb.message import MAX_DEPTH, MAX_MESSAGES, capped
+from spamnb.mimelimits import MAX_DEPTH, MAX_MESSAGES, capped
 
 
 class TooManyParts(Exception):
