@@ -121,7 +121,7 @@ def learn(
                     report.problems.append(item)
                     continue
                 cls = class_of(item)
-                key = headers.digest(item.data)
+                key = headers.digest(item.data, model.tokens.max_bytes)
                 before = model.learnt.get(key)
                 changes: list[tuple[int, int]] = []  # (class, sign)
                 if forget:

@@ -230,7 +230,6 @@ def train(
     from spamnb.progress import progress_bar
 
     need_labelled(spam, ham, index)
-    items = sources.read_labelled(spam, ham, index)
     with store.locked(model_path):
         if os.path.exists(model_path):
             model = store.load(model_path)
@@ -239,6 +238,7 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
+        items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
         from spamnb.nb import Pruning
@@ -286,7 +286,7 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
     from spamnb.sources import Problem
 
     model = store.load(model_path)
-    items = src.read_all(sources)
+    items = src.read_all(sources, model.tokens.max_bytes)
     to_terminal = report.stdout_is_terminal() and not as_json
     rows = []
     bad = 0
@@ -350,7 +350,6 @@ def evaluate(
         parsed_bars = [metrics.parse_bar(b) for b in bars]
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    items = sources.read_labelled(spam, ham, index)
     with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
         if model_path is not None:
             if folds is not None:
@@ -359,6 +358,7 @@ def evaluate(
                 raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
+            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
@@ -367,6 +367,7 @@ def evaluate(
             from spamnb.nb import Pruning
 
             pruning = Pruning(min_count, max_tokens)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
             scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning)
     bad = report_problems(problems)
     if not scored:
@@ -414,7 +415,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         out.print(report.token_table("tokens pointing to ham", info["top"]["ham"]))
         return
     tokenize = Tokenizer(model.tokens)
-    for item in sources.read_source(explain_src):
+    for item in sources.read_source(explain_src, max_bytes=model.tokens.max_bytes):
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
         e = model.explain(tokenize(item.data))

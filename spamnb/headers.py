@@ -106,13 +106,17 @@ def unstamped(data: bytes, limit: int | None = None) -> bytes:
     return (head + rest[:limit])[:limit]
 
 
-def digest(data: bytes) -> bytes:
+def digest(data: bytes, limit: int | None = None) -> bytes:
     """16-byte fingerprint of a message, blind to the envelope and the verdict header.
 
     Blind too to the final newline of a header-only message, which `stamp` may add.
+    With `limit`, of the first `limit` bytes that `unstamped` keeps: what is learnt of
+    the message, and what a read capped a little above `limit` still holds whole.
     """
     _, head, rest = split_message(data)
     head = without_verdict(head)
+    if limit is not None:
+        head, rest = head[:limit], rest[: max(limit - len(head), 0)]
     if not rest:
         head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith(b"\n") else head
     import hashlib  # learning needs it, scoring does not: off the pipe's start-up

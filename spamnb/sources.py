@@ -3,12 +3,19 @@
 Every reader is a generator that holds one message at a time, so memory does not
 grow with the size of a mailbox.  A file or message that cannot be read is yielded
 as a `Problem` naming it, so that a batch run reports it and carries on.
+
+Only regular files are read: a FIFO would block a run for ever and a device may
+never end, so either is a `Problem` ("not a regular file") and the run goes on.
+With `max_bytes` (the tokeniser's byte cap) each message is read to at most
+`max_bytes + HEADROOM` bytes and the rest skipped, so one huge message costs no more
+memory than the tokeniser would look at.
 """
 from __future__ import annotations
 
 import itertools
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO, NamedTuple
@@ -45,16 +52,26 @@ ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 # Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
 MARKED_LINE = re.compile(rb"^>*From ", re.M)
 BLOCK = 1 << 16
+# Bytes read beyond the tokeniser's cap: the envelope line and verdict headers it strips
+# before capping, so that what it sees does not depend on where the read stopped.
+HEADROOM = 1 << 16
+NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
 
 
-def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: bytes = b"") -> Iterator[Message]:
+def read_cap(max_bytes: int | None) -> int | None:
+    """Bytes kept of one message for a tokeniser capped at `max_bytes` (None: all)."""
+    return None if max_bytes is None else max_bytes + HEADROOM
+
+
+def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: bytes = b"", cap: int | None = None) -> Iterator[Message]:
     """Messages of an mboxrd/mboxo stream that starts with an envelope line.
 
     `stream` yields the file's bytes in pieces of any size (lines or blocks).  The
     N-th message is named `name:N`; a stream holding one message keeps the plain
     name, so a message file saved with an envelope line is named like any other.
     One finished message is held back until the next one starts, to know which.
-    `first`: bytes already read from the start of the stream.
+    `first`: bytes already read from the start of the stream.  `cap`: bytes kept of
+    each message (the rest is scanned for the next envelope line, not kept).
 
     The stream is scanned in blocks, looking only at lines that start `From ` or
     `>From `: a line at a time, 10 MB of short lines took 3 s and 450 MB.
@@ -63,12 +80,12 @@ def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: byte
     held: bytearray | None = None
     count = 0
     blank_before = True  # the line before is blank, or there is none
-    for block in line_blocks(stream, first):
+    for block in line_blocks(stream, first, cap):
         pos = 0
         for marked in MARKED_LINE.finditer(block):
             start = marked.start()
             if block[start] == ord(">"):  # unescape one level
-                current = append(current, block, pos, start)
+                current = append(current, block, pos, start, cap)
                 pos = start + 1
                 continue
             end = block.find(b"\n", start) + 1 or len(block)
@@ -76,7 +93,7 @@ def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: byte
                 continue
             if not ENVELOPE.match(block, start, end):
                 continue
-            current = append(current, block, pos, start)
+            current = append(current, block, pos, start, cap)
             if current is not None:
                 if held is not None:
                     count += 1
@@ -84,7 +101,7 @@ def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: byte
                 held = current
             current = bytearray()
             pos = end
-        current = append(current, block, pos, len(block))
+        current = append(current, block, pos, len(block), cap)
         blank_before = is_blank(block, last_line_start(block, len(block)), len(block))
     rest = [message for message in (held, current) if message is not None]
     if count == 0 and len(rest) == 1:
@@ -95,14 +112,21 @@ def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: byte
         yield Message(f"{name}:{count}", finish(message), label)
 
 
-def line_blocks(stream: BinaryIO, first: bytes = b"") -> Iterator[bytes]:
-    """The stream in blocks of about BLOCK bytes, each ending at a line end (or the end)."""
+def line_blocks(stream: BinaryIO, first: bytes = b"", cap: int | None = None) -> Iterator[bytes]:
+    """The stream in blocks of about BLOCK bytes, each ending at a line end (or the end).
+
+    A line longer than `cap` keeps its first `cap` bytes: no message keeps more.
+    """
     pending = [first] if first else []
+    held = len(first)
     while chunk := stream.read(BLOCK):
         cut = chunk.rfind(b"\n") + 1
-        if cut == 0:  # inside a long line: gather it
-            pending.append(chunk)
+        if cut == 0:  # inside a long line: gather it (up to the cap)
+            if cap is None or held < cap:
+                pending.append(chunk)
+                held += len(chunk)
             continue
+        held = len(chunk) - cut
         yield b"".join([*pending, chunk[:cut]])
         pending = [chunk[cut:]] if cut < len(chunk) else []
     if pending:
@@ -118,10 +142,12 @@ def is_blank(block: bytes | bytearray, start: int, end: int) -> bool:
     return start < end and not block[start:end].rstrip(b"\r\n")
 
 
-def append(message: bytearray | None, block: bytes, start: int, end: int) -> bytearray | None:
-    """`message` with block[start:end] added; a message starts with its first byte."""
+def append(message: bytearray | None, block: bytes, start: int, end: int, cap: int | None = None) -> bytearray | None:
+    """`message` with block[start:end] added, up to `cap` bytes; a message starts with its first byte."""
     if start < end:
         message = message if message is not None else bytearray()
+        if cap is not None:
+            end = min(end, start + max(cap - len(message), 0))
         message += memoryview(block)[start:end]
     return message
 
@@ -134,23 +160,42 @@ def finish(message: bytearray) -> bytes:
     return bytes(message)
 
 
-def read_file(path: str, label: str | None = None) -> Iterator[Item]:
-    """One message file, or every message of an mbox (a file whose first line is an envelope)."""
+def read_file(path: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
+    """One message file, or every message of an mbox (a file whose first line is an envelope).
+
+    Anything but a regular file is a Problem, never opened for reading: opening a FIFO
+    blocks until a writer comes, and /dev/zero never ends.
+    """
+    cap = read_cap(max_bytes)
     try:
-        with open(path, "rb") as stream:
-            first = stream.readline()
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            yield Problem(path, NOT_REGULAR, label)
+            return
+        # O_NONBLOCK: should the file become a FIFO after the stat, the open does not wait.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                yield Problem(path, NOT_REGULAR, label)
+                return
+            first = stream.readline(-1 if cap is None else cap)
             if not first:
                 yield Problem(path, "empty file", label)
                 return
             if first.startswith(b"From ") and ENVELOPE.match(first.rstrip(b"\r\n")):
-                yield from read_mbox_file(stream, path, label, first)
+                yield from read_mbox_file(stream, path, label, first, cap)
             else:
-                yield Message(path, first + stream.read(), label)
+                yield Message(path, first + read_at_most(stream, None if cap is None else cap - len(first)), label)
     except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path (an index line)
         yield Problem(path, os_reason(err), label)
+    except MemoryError:
+        yield Problem(path, "out of memory reading it: skipped", label)
 
 
-def read_mbox_file(stream: BinaryIO, path: str, label: str | None, first: bytes) -> Iterator[Message]:
+def read_at_most(stream: BinaryIO, size: int | None) -> bytes:
+    """The next `size` bytes of `stream` (all of it for None); the rest is left unread."""
+    return stream.read() if size is None else stream.read(size)
+
+
+def read_mbox_file(stream: BinaryIO, path: str, label: str | None, first: bytes, cap: int | None = None) -> Iterator[Message]:
     """`read_mbox` of a file whose envelope line `first` was read.
 
     A message saved with its envelope line (every file of the SpamAssassin corpus) has
@@ -163,9 +208,9 @@ def read_mbox_file(stream: BinaryIO, path: str, label: str | None, first: bytes)
     # Every marked line holds "From ": a plain search rules out 95% of the corpus's files
     # (0.28 s -> 0.07 s of CPU against the multi-line regex on every file).
     if not after and not (b"From " in rest and MARKED_LINE.search(rest)):
-        yield Message(path, finish(bytearray(rest)), label)
+        yield Message(path, finish(bytearray(rest if cap is None else rest[:cap])), label)
         return
-    yield from read_mbox(stream, path, label, first + rest + after)
+    yield from read_mbox(stream, path, label, first + rest + after, cap)
 
 
 def os_reason(err: OSError | ValueError) -> str:
@@ -182,23 +227,29 @@ def visible_entries(path: str) -> list[os.DirEntry[str]]:
         return sorted((e for e in entries if not e.name.startswith(".")), key=lambda e: e.name)
 
 
-def read_directory(path: str, label: str | None = None) -> Iterator[Item]:
+def read_directory(path: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
     """Every message below a folder, sorted; maildirs read only `cur/` and `new/`.
 
-    Linked folders are followed once each, so a symlink loop ends.
+    Linked folders are followed once each (a maildir's `cur/` and `new/` included), so
+    a symlink loop ends and no message is read twice through one.
     """
     seen: set[tuple[int, int]] = set()
 
+    def first_visit(folder: str) -> bool:
+        st = os.stat(folder)
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     def walk(folder: str) -> Iterator[Item]:
         try:
-            st = os.stat(folder)
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
+            if not first_visit(folder):
                 return
-            seen.add(key)
             if is_maildir(folder):
-                names = [os.path.join(folder, sub) for sub in ("cur", "new") if os.path.isdir(os.path.join(folder, sub))]
-                entries = [e for sub in names for e in visible_entries(sub)]
+                subs = [os.path.join(folder, sub) for sub in ("cur", "new") if os.path.isdir(os.path.join(folder, sub))]
+                entries = [e for sub in subs if first_visit(sub) for e in visible_entries(sub)]
                 entries.sort(key=lambda e: e.name)
             else:
                 entries = visible_entries(folder)
@@ -213,33 +264,30 @@ def read_directory(path: str, label: str | None = None) -> Iterator[Item]:
                 continue
             if is_dir:
                 yield from walk(entry.path)
-            elif is_regular_or_broken(entry):
-                yield from read_file(entry.path, label)
             else:
-                # Opening a FIFO would block for ever and a device may never end.
-                yield Problem(entry.path, "not a regular file (FIFO, socket or device): skipped", label)
+                yield from read_file(entry.path, label, max_bytes)
 
     yield from walk(path)
 
 
-def is_regular_or_broken(entry: os.DirEntry[str]) -> bool:
-    """A regular file (or a link to one), or an entry whose target cannot be reached,
-    which `read_file` then reports with the reason."""
+def read_stdin(label: str | None = None, stream: BinaryIO | None = None, max_bytes: int | None = None) -> Iterator[Item]:
+    """The one message on stdin; past the cap the rest is read and dropped, so the
+    writer sees its whole message taken."""
+    stream = stream or sys.stdin.buffer
     try:
-        return entry.is_file() or not os.path.exists(entry.path)
-    except OSError:
-        return True
-
-
-def read_stdin(label: str | None = None, stream: BinaryIO | None = None) -> Iterator[Item]:
-    data = (stream or sys.stdin.buffer).read()
+        data = read_at_most(stream, read_cap(max_bytes))
+        while max_bytes is not None and stream.read(BLOCK):
+            pass
+    except MemoryError:
+        yield Problem("-", "out of memory reading it: skipped", label)
+        return
     if not data:
         yield Problem("-", "empty input on stdin", label)
     else:
         yield Message("-", data, label)
 
 
-def read_index(path: str) -> Iterator[Item]:
+def read_index(path: str, max_bytes: int | None = None) -> Iterator[Item]:
     """`LABEL PATH` lines (TREC style); paths are relative to the index file's folder."""
     root = os.path.dirname(os.path.abspath(path))
     try:
@@ -254,32 +302,32 @@ def read_index(path: str) -> Iterator[Item]:
             label = fields[0].lower()
             if label not in LABELS or len(fields) < 2:
                 raise SourceError(f"{path}:{number}: expected 'spam PATH' or 'ham PATH', got {line.strip()[:60]!r}")
-            yield from read_file(os.path.join(root, fields[1].strip()), label)
+            yield from read_file(os.path.join(root, fields[1].strip()), label, max_bytes)
 
 
-def read_source(src: str, label: str | None = None) -> Iterator[Item]:
+def read_source(src: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
     """Any SRC of the command line: `-`, a maildir, a folder, an mbox or a message file."""
     if src == "-":
-        return read_stdin(label)
+        return read_stdin(label, max_bytes=max_bytes)
     if not src:
         raise SourceError("empty path given as a source")
     if os.path.isdir(src):
-        return read_directory(src, label)
+        return read_directory(src, label, max_bytes)
     if not os.path.exists(src):
         raise SourceError(f"{src}: no such file or directory")
-    return read_file(src, label)
+    return read_file(src, label, max_bytes)
 
 
-def read_labelled(spam: Iterable[str], ham: Iterable[str], index: str | None = None) -> Iterator[Item]:
+def read_labelled(spam: Iterable[str], ham: Iterable[str], index: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
     """The labelled mail of `--spam`, `--ham` and `--index`, in that order."""
-    streams = [read_source(src, "spam") for src in spam] + [read_source(src, "ham") for src in ham]
+    streams = [read_source(src, "spam", max_bytes) for src in spam] + [read_source(src, "ham", max_bytes) for src in ham]
     if index is not None:
         if not os.path.isfile(index):
             raise SourceError(f"{index}: no such index file")
-        streams.append(read_index(index))
+        streams.append(read_index(index, max_bytes))
     return itertools.chain.from_iterable(streams)
 
 
-def read_all(sources: Iterable[str]) -> Iterator[Item]:
+def read_all(sources: Iterable[str], max_bytes: int | None = None) -> Iterator[Item]:
     """Unlabelled mail of several SRC arguments, checked up front."""
-    return itertools.chain.from_iterable([read_source(src) for src in sources])
+    return itertools.chain.from_iterable([read_source(src, max_bytes=max_bytes) for src in sources])
