@@ -420,7 +420,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
             target = store.load(model_path, growable=True)
         else:
             target = store.empty_model(parts[0].tokens, parts[0].scoring)
-        items = sources.read_all(messages) if messages else None
+        items = sources.read_all(messages, target.tokens.max_bytes) if messages else None
         side = None if prefer is None else classifier.LABEL_CLASS[prefer]
         merged, result = merging.merge(names, [target, *parts], prefer=side, messages=items, jobs=jobs)
         store.save(merged, model_path)

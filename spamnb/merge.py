@@ -85,14 +85,14 @@ def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int 
     return forget, repeated, conflicts
 
 
-def find_messages(wanted: set[bytes], items: Iterable[Item] | None, report: MergeReport) -> dict[bytes, bytes]:
-    """The bytes of each message whose digest is wanted, from `items`; all must be there."""
+def find_messages(wanted: set[bytes], items: Iterable[Item] | None, report: MergeReport, max_bytes: int) -> dict[bytes, bytes]:
+    """The bytes of each message whose digest (of its first `max_bytes`, as learnt) is wanted, from `items`; all must be there."""
     found: dict[bytes, bytes] = {}
     for item in items or ():
         if isinstance(item, Problem):
             report.problems.append(item)
             continue
-        key = headers.digest(item.data)
+        key = headers.digest(item.data, max_bytes)
         if key in wanted:
             found.setdefault(key, item.data)
     if len(found) < len(wanted):
@@ -167,7 +167,7 @@ def merge(
     forget, report.counted_once, report.resolved = copies_to_forget(names, models, prefer)
     wanted = set().union(*forget)
     if wanted:
-        found = find_messages(wanted, messages, report)
+        found = find_messages(wanted, messages, report, models[0].tokens.max_bytes)
         for model, drop in zip(models, forget, strict=True):
             if drop:
                 items = [Message(key.hex(), found[key], CLASS_NAMES[cls]) for key, cls in drop.items()]
