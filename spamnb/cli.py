@@ -397,6 +397,52 @@ def evaluate(
 
 @cli.command()
 @model_option()
+@click.argument("others", nargs=-1, required=True, type=click.Path(), metavar="OTHER_MODEL...")
+@click.option("--prefer", type=click.Choice(["spam", "ham"]), default=None, help="The class to keep for a message learnt as spam in one model and ham in another.")
+@click.option("--messages", multiple=True, metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
+@jobs_option
+@click.pass_context
+@guarded
+def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: str | None, messages: tuple[str, ...], jobs: int) -> None:
+    """Add the counts of each OTHER_MODEL into MODEL (created when missing).
+
+    A message learnt in several models counts once: give its mail with --messages
+    (the model files keep only its digest, so its counts must be read again).
+    """
+    import os
+
+    from spamnb import classifier, sources, store
+    from spamnb import merge as merging
+
+    names = [model_path, *others]
+    real = [os.path.realpath(p) for p in names]
+    if len(set(real)) < len(real):
+        raise click.UsageError("a model file is named twice; each can be merged once")
+    parts = [store.load(p) for p in others]
+    with store.locked(model_path):
+        if os.path.exists(model_path):
+            target = store.load(model_path, growable=True)
+        else:
+            target = store.empty_model(parts[0].tokens, parts[0].scoring)
+        items = sources.read_all(messages) if messages else None
+        side = None if prefer is None else classifier.LABEL_CLASS[prefer]
+        merged, result = merging.merge(names, [target, *parts], prefer=side, messages=items, jobs=jobs)
+        store.save(merged, model_path)
+    report_problems(result.problems)
+    done = f"added {result.added} messages from {len(others)} models"
+    if result.counted_once:
+        done += f", {result.counted_once} learnt in more than one counted once"
+    if result.resolved:
+        done += f" ({result.resolved} kept as {prefer})"
+    click.echo(
+        f"{model_path}: {done}; calibration the mean of {result.calibrations} models'; "
+        f"model holds {merged.counts.docs[1]} spam and {merged.counts.docs[0]} ham",
+        err=True,
+    )
+
+
+@cli.command()
+@model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
 @click.option("--explain", "explain_src", metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
