@@ -277,9 +277,25 @@ def classify(
             progress(len(batch))
 
 
+def name_digest(message_id: str) -> str:
+    """The md5 of a message's file name, in hex: folds and samples by it are reproducible."""
+    return hashlib.md5(os.path.basename(message_id).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def fold_of(message_id: str, k: int) -> int:
     """The fold of a message: by the digest of its file name, so splits are reproducible."""
-    return int(hashlib.md5(os.path.basename(message_id).encode("utf-8", "surrogateescape")).hexdigest()[:8], 16) % k
+    return int(name_digest(message_id)[:8], 16) % k
+
+
+def first_by_digest(rows: np.ndarray, y: np.ndarray, digests: list[str], size: int) -> np.ndarray:
+    """`size` of `rows`, each class in its share of them (rounded), the first of each by
+    `name_digest`: spam, then ham (as ../shared/bench/peers.py --train-size lists them)."""
+    n_spam = round(size * int((y[rows] == nb.SPAM).sum()) / max(len(rows), 1))
+    pick = []
+    for cls, k in ((nb.SPAM, n_spam), (nb.HAM, size - n_spam)):
+        of_class = rows[y[rows] == cls]
+        pick.append(of_class[sorted(range(len(of_class)), key=lambda i: digests[of_class[i]])[:k]])
+    return np.concatenate(pick)
 
 
 def cross_validate(
@@ -290,10 +306,13 @@ def cross_validate(
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
     pruning: nb.Pruning | None = None,
+    train_size: int | None = None,
 ) -> tuple[list[Scored], list[Problem]]:
     """k-fold cross-validation: every labelled message scored by a model trained without its fold.
 
     Messages are tokenised once; each fold's model is the total counts less the fold's.
+    `train_size`: each fold's model learns only that many of the other folds' messages
+    (`first_by_digest`), a new user's first few hundred.
     """
     if k < 2:
         raise ValueError(f"--folds needs at least 2 folds, not {k}")
@@ -333,6 +352,7 @@ def cross_validate(
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
     total = nb.Counts.empty(len(vocab))
     total.add(X, y)
+    digests = [name_digest(i) for i in ids] if train_size else []
     event = scoring.event_model()
     fields = field_ids(vocab.tokens) if event.by_field else None
     odds = np.zeros(len(ids))
@@ -342,7 +362,11 @@ def cross_validate(
         if test.size == 0:
             continue
         train_rows = np.flatnonzero(folds != fold)
-        train = total - counts_of(X[test], y[test], len(vocab))
+        if train_size:
+            train_rows = first_by_digest(train_rows, y, digests, train_size)
+            train = counts_of(X[train_rows], y[train_rows], len(vocab))
+        else:
+            train = total - counts_of(X[test], y[test], len(vocab))
         nb.check_trained(train)
         odds[test] = fold_log_odds(event, train, X[test], (pruning or nb.Pruning()).keep(train), fields)
         # As `train` would: calibration fitted on the fold's own training messages only.

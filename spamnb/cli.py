@@ -313,6 +313,10 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 @click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
 @click.option("--folds", type=int, default=None, help="Cross-validation folds. [default: 5]")
+@click.option(
+    "--train-size", type=click.IntRange(2), default=None, metavar="N",
+    help="Each fold learns only N of the other folds' messages (classes in their shares): a new user's first N.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @token_options
@@ -328,6 +332,7 @@ def evaluate(
     ham: tuple[str, ...],
     index: str | None,
     folds: int | None,
+    train_size: int | None,
     as_json: bool,
     bars: tuple[str, ...],
     ngram: int | None,
@@ -352,8 +357,8 @@ def evaluate(
         raise click.UsageError(str(err)) from err
     with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
         if model_path is not None:
-            if folds is not None:
-                raise click.UsageError("--folds cross-validates; it does not go with -m")
+            if folds is not None or train_size is not None:
+                raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
             if min_count or max_tokens:
                 raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
@@ -368,7 +373,7 @@ def evaluate(
 
             pruning = Pruning(min_count, max_tokens)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
-            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning)
+            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
         raise Failure("no messages to evaluate")

@@ -235,6 +235,14 @@ def test_eval_cross_validation_on_an_index(corpus: Corpus) -> None:
     assert d["auc"] > 0.95 and d["accuracy"] > 0.85
 
 
+def test_eval_with_a_train_size_learns_that_many_per_fold(corpus: Corpus) -> None:
+    """Every message is still scored, by fold models that learnt 6 messages each instead of the other 16."""
+    d = json.loads(ok("eval", "--index", corpus.index, "--folds", "3", "--train-size", "6", "--json").stdout)
+    assert d["messages"] == 24 and d["spam"] == 12 and d["ham"] == 12
+    whole = json.loads(ok("eval", "--index", corpus.index, "--folds", "3", "--json").stdout)
+    assert d != whole
+
+
 def test_eval_table_output(corpus: Corpus) -> None:
     out = ok("eval", "--spam", corpus.spam_maildir, "--ham", corpus.ham_mbox, "--folds", "2").stdout
     assert "ROC AUC" in out and "confusion" in out
@@ -314,11 +322,13 @@ def test_nothing_to_evaluate(tmp_path: Path) -> None:
         ("train", "--bogus"),
         ("classify", "--folds", "3"),
         ("eval", "--folds", "three"),
+        ("eval", "-m", "m.npz", "--train-size", "5", "--spam", "x"),
+        ("eval", "--train-size", "1", "--spam", "x"),
         ("eval", "--fail-under", "auc", "--spam", "x"),
         ("train", "-m", "m.npz"),
         ("inspect", "--top", "0"),
     ],
-    ids=["unknown-option", "option-of-another-command", "bad-int", "bar-without-value", "no-labelled-mail", "top-zero"],
+    ids=["unknown-option", "option-of-another-command", "bad-int", "train-size-with-model", "train-size-below-two", "bar-without-value", "no-labelled-mail", "top-zero"],
 )
 def test_bad_options_are_one_line_errors(args: tuple[str, ...]) -> None:
     assert_one_line_error(run(*args))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -499,3 +501,33 @@ def test_sorted_tokens_find_what_a_dictionary_finds(known: set[str], asked: list
     column = {t: i for i, t in enumerate(ordered)}
     queries = [*asked, *ordered]
     assert vocab.lookup(queries) == [column.get(t, -1) for t in queries]
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial"])
+def test_cross_validation_with_a_train_size_scores_as_a_model_of_those_messages(event: str) -> None:
+    """--train-size: each fold's model is `learn` on only the first N of the other folds'
+    messages by file-name digest, spam then ham, each class in its share (peers.py's sample)."""
+    messages = labelled_messages(150, seed=11)
+    scoring = Scoring(event=event)
+    scored, _ = classifier.cross_validate(messages, 3, Model().tokens, scoring, train_size=70)
+    by_id = {s.id: (s.log_odds, s.score, s.verdict) for s in scored}
+    digest = lambda m: hashlib.md5(os.path.basename(m.id).encode()).hexdigest()  # noqa: E731
+    for fold in range(3):
+        rest = [m for m in messages if classifier.fold_of(m.id, 3) != fold]
+        n_spam = round(70 * sum(m.label == "spam" for m in rest) / len(rest))
+        sample = [*sorted((m for m in rest if m.label == "spam"), key=digest)[:n_spam], *sorted((m for m in rest if m.label == "ham"), key=digest)[: 70 - n_spam]]
+        model = Model(scoring=scoring)
+        classifier.learn(model, sample)
+        assert model.counts.docs.sum() == 70 and model.scoring.calibration != scoring.calibration
+        held = [m for m in messages if classifier.fold_of(m.id, 3) == fold]
+        for s in classifier.classify(model, held):
+            lo, score, verdict = by_id[s.id]
+            assert lo == pytest.approx(s.log_odds, abs=1e-9) and score == pytest.approx(s.score, abs=1e-9) and verdict == s.verdict
+
+
+def test_first_by_digest_keeps_the_class_shares_and_takes_all_when_asked_for_more() -> None:
+    y = np.array([1, 0, 0, 1, 0, 0, 0, 0])
+    digests = ["f", "e", "d", "c", "b", "a", "9", "8"]
+    rows = np.arange(8)
+    assert list(classifier.first_by_digest(rows, y, digests, 4)) == [3, 7, 6, 5]  # 4 * 2/8 = 1 spam, the lowest digest first
+    assert sorted(classifier.first_by_digest(rows, y, digests, 100)) == list(range(8))
