@@ -303,6 +303,9 @@ def test_other_bad_arrays_are_one_line_errors(model: Path, tmp_path: Path, chang
             store.load(str(path), **kwargs)
     result = CliRunner().invoke(cli, ["-q", "classify", "-m", str(path), "-"], input=SPAM_MAIL)
     assert result.exit_code == 3 and len(result.stderr.splitlines()) == 1 and "internal error" not in result.stderr
+    if name != "learnt_class":
+        piped = run_pipe(path, SPAM_MAIL)
+        assert piped.status == 3 and piped.out == SPAM_MAIL and "damaged spamnb model" in piped.err and "internal error" not in piped.err
 
 
 def test_a_text_file_as_the_model_is_not_a_zip_archive(tmp_path: Path) -> None:
@@ -319,6 +322,8 @@ def test_a_fifo_as_the_model_is_refused_without_blocking(tmp_path: Path) -> None
     for kwargs in ({"scoring_only": True}, {}):
         with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a regular file\)$"):
             store.load(str(path), **kwargs)
+    piped = run_pipe(path, SPAM_MAIL)
+    assert piped.status == 3 and piped.out == SPAM_MAIL and "not a regular file" in piped.err
 
 
 def test_an_unreadable_model_is_exit_3_not_a_usage_error(model: Path) -> None:
