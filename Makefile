@@ -6,11 +6,11 @@ SPAMNB := $(BIN)/spamnb
 DEMO := demo-out
 SA_INDEX := ../shared/corpora/spamassassin/index
 
-.PHONY: install demo test lint bench accuracy small-data clean
+.PHONY: install demo test test-pure lint bench accuracy small-data fuzz clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py spamnb/_ctokens.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e '.[test,dask]'
 	touch $@
@@ -26,6 +26,11 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The tests of the tokeniser and the pipe on the pure-Python path alone (SPAMNB_PURE=1),
+# as an install without a compiler runs them; `make test` runs the tokeniser's on both.
+test-pure: install
+	SPAMNB_PURE=1 $(BIN)/python -m pytest tests/test_tokens.py tests/test_ctokens.py tests/test_pipe.py tests/test_crash.py
 
 bench: install
 	$(BIN)/python bench/bench.py
