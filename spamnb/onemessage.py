@@ -48,16 +48,18 @@ EDGES = bucket_edges()
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff", "spam_floor")
 
-    def __init__(self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float]) -> None:
+    def __init__(
+        self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float], spam_floor: float = 0.0
+    ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
-        self.spam_cutoff, self.ham_cutoff = spam_cutoff, ham_cutoff
+        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor"}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -67,13 +69,16 @@ class Scoring:
         alpha = DEFAULT_ALPHA[event] if alpha is None else float(alpha)
         spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
         a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
+        floor = float(data.get("spam_floor", 0.0))
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, not {alpha}")
         if not 0.0 <= ham <= spam <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {ham}, {spam}")
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
-        return cls(event, alpha, spam, ham, (a, b))
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"the spam floor is a probability, not {floor}")
+        return cls(event, alpha, spam, ham, (a, b), floor)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -85,7 +90,7 @@ class Scoring:
         return e / (1.0 + e)
 
     def verdict(self, score: float) -> str:
-        return "spam" if score >= self.spam_cutoff else "ham" if score <= self.ham_cutoff else "unsure"
+        return "spam" if score >= self.spam_cutoff and score > self.spam_floor else "ham" if score <= self.ham_cutoff else "unsure"
 
 
 class Counts2:
