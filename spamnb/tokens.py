@@ -160,6 +160,22 @@ def charset_letter(charset: str) -> str:
 WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ") for c in range(128)) + b" " * 128
 
 
+def compiled_scanner() -> Any:
+    """The compiled word scanner (spamnb/_ctokens.c), or None: where it was not built, or
+    with SPAMNB_PURE set, the pure-Python path below, which gives the same tokens."""
+    if os.environ.get("SPAMNB_PURE"):
+        return None
+    try:
+        from spamnb import _ctokens
+    except ImportError:
+        return None
+    return _ctokens.words
+
+
+# Read once, at import: every Tokenizer made after uses it (tests swap it to run both paths).
+SCANNER = compiled_scanner()
+
+
 # Scripts written without spaces between words: a run of them becomes character
 # bigrams, the usual unit for Chinese and Japanese text.
 CJK = Lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
@@ -236,6 +252,10 @@ class Tokenizer:
         self._min_checked = 2 if at_least_two else 1
         self._long_run = b"a" * (self.settings.max_len + 1)  # see words
         self._header_cache: dict[tuple[str, str], list[str]] = {}
+        self._scan = SCANNER
+        if self._scan is not None:
+            self._stop_or_none = self._stop or None
+            self.words = self.compiled_words  # type: ignore[method-assign]
 
     def __call__(self, data: bytes) -> list[str]:
         # As learnt: no envelope line, no verdict header (ours or a forgery), then capped.
@@ -295,7 +315,19 @@ class Tokenizer:
             tokens += subject_pairs(words)
         return tokens
 
+    def compiled_words(self, text: str) -> list[str]:
+        """`words`, the scanning in C (SCANNER): the same rules, so the same words."""
+        if self.settings.lowercase:
+            text = text.lower()
+        # CJK letters are neither ASCII nor in EIGHT_BIT_CHARSETS: no text the pure path
+        # finds in those charsets holds any, so searching all non-ASCII text changes nothing.
+        if not text.isascii() and CJK.search(text):
+            text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
+        return self._scan(text, self.settings.min_len, self.settings.max_len, self._stop_or_none)
+
     def words(self, text: str) -> list[str]:
+        """The words of a text (see word_pattern) within the length bounds, less stopwords,
+        then a skip token for each over-long one."""
         s = self.settings
         if s.lowercase:
             text = text.lower()
