@@ -2,10 +2,11 @@
 as message files, maildirs and mboxrd files.  Nothing here reads a real corpus."""
 from __future__ import annotations
 
+import contextlib
 import io
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -217,3 +218,19 @@ def joint_log_likelihood(model: Linear, counts: nb.Counts, X: Any) -> np.ndarray
         neg = np.log1p(-np.exp(flp))
         return Xp @ (flp - neg).T + neg.sum(axis=1) + prior
     return Xp @ flp.T + prior
+
+
+@contextlib.contextmanager
+def use_scanner(name: str) -> Iterator[str]:
+    """Tokenizers made inside use the compiled word scanner ("compiled", skipped where it
+    was not built or SPAMNB_PURE is set) or the pure-Python path ("pure")."""
+    from spamnb import tokens
+
+    if name == "compiled" and tokens.SCANNER is None:
+        pytest.skip("compiled word scanner not built, or SPAMNB_PURE set")
+    saved = tokens.SCANNER
+    tokens.SCANNER = saved if name == "compiled" else None
+    try:
+        yield name
+    finally:
+        tokens.SCANNER = saved
