@@ -68,8 +68,9 @@ def model_option(required_default: bool = True) -> Callable[[F], F]:
         "-m",
         "--model",
         "model_path",
-        # No dir_okay=False: a usage error (exit 2) would not pass `--pipe` mail through.
-        type=click.Path(),
+        # Not checked here (dir_okay, readable): a usage error (exit 2) would not pass `--pipe`
+        # mail through, and a model that cannot be read is exit 3 (store names why).
+        type=click.Path(readable=False),
         default=default_path if required_default else None,
         show_default="$SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz" if required_default else False,
         help="Model file.",
@@ -310,7 +311,7 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 
 
 @cli.command(name="eval")
-@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), default=None, help="Evaluate this model instead of cross-validating.")
+@click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
 @click.option("--folds", type=int, default=None, help="Cross-validation folds. [default: 5]")
 @click.option(
