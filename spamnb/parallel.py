@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -44,7 +45,14 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int) -> Iterator
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    with context.Pool(jobs) as pool:
+    # Ctrl-C is held while the workers are forked, so that each ignores it before it can
+    # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = context.Pool(jobs, initializer=ignore_interrupt)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    with pool:
         pending: deque = deque()
         for task in itertools.chain(head, tasks):
             pending.append(pool.apply_async(fn, (task,)))
@@ -52,3 +60,9 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int) -> Iterator
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+def ignore_interrupt() -> None:
+    """Workers leave Ctrl-C to the parent, which ends them: no traceback from each worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

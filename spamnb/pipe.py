@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, NamedTuple, TextIO
 
 from spamnb import headers
 
@@ -32,6 +32,22 @@ AFTERWORD = "; message passed through unchanged"
 
 class InputError(Exception):
     """Nothing to filter."""
+
+
+class Cutoffs(NamedTuple):
+    """`--spam-cutoff` / `--ham-cutoff` for this message; None: the model's."""
+
+    spam: float | None = None
+    ham: float | None = None
+
+
+MODEL_CUTOFFS = Cutoffs()
+
+
+class PipeArgs(NamedTuple):
+    model: str | None = None  # None: the default model
+    cutoffs: Cutoffs = MODEL_CUTOFFS
+    exit_zero: bool = False  # exit 0 whatever the verdict (3 still on an error)
 
 
 def verdict_header(verdict: str, score: float) -> str:
@@ -65,7 +81,7 @@ def describe(err: BaseException) -> str:
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
 
-def filter_message(model_path: str | None, data: bytes) -> tuple[bytes, int]:
+def filter_message(model_path: str | None, data: bytes, cutoffs: Cutoffs = MODEL_CUTOFFS) -> tuple[bytes, int]:
     """The stamped message and its exit status."""
     if not data:
         raise InputError("empty input: no message on stdin")
@@ -74,15 +90,31 @@ def filter_message(model_path: str | None, data: bytes) -> tuple[bytes, int]:
     from spamnb.tokens import Tokenizer
 
     model = store.load(model_path or store.default_path(), scoring_only=True)
+    if cutoffs != MODEL_CUTOFFS:
+        spam = model.scoring.spam_cutoff if cutoffs.spam is None else cutoffs.spam
+        ham = model.scoring.ham_cutoff if cutoffs.ham is None else cutoffs.ham
+        if not 0 < ham < spam < 1:
+            raise InputError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
+        model.scoring = model.scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
     explanation = model.explain(Tokenizer(model.tokens)(data))
     score = model.scoring.probability(explanation.log_odds)
     verdict = model.scoring.verdict(score)
     return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
 
 
-def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, refuse: str = "") -> int:
+def run(
+    model_path: str | None,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    stderr: TextIO,
+    refuse: str = "",
+    cutoffs: Cutoffs = MODEL_CUTOFFS,
+    exit_zero: bool = False,
+) -> int:
     """Filter one message; `model_path` None means the default model; `refuse` (a usage
-    error) passes the message through unscored with that reason."""
+    error) passes the message through unscored with that reason.  `exit_zero`: exit 0
+    for every verdict, so that procmail's `:0 fw` takes the stamped message without
+    logging a failure (3 stays 3: procmail then keeps its own copy)."""
     chunks: list[bytes] = []
     complaint = ""
     try:
@@ -90,8 +122,10 @@ def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextI
         if refuse:
             raise InputError(refuse)
         chunks[:] = [b"".join(chunks)]
-        out, status = filter_message(model_path, chunks[0])
+        out, status = filter_message(model_path, chunks[0], cutoffs)
         chunks[:] = [out]
+        if exit_zero:
+            status = 0
     except Exception as err:  # noqa: BLE001 - fail open, whatever went wrong (MemoryError too)
         status, complaint = EXIT_ERROR, describe(err) + AFTERWORD
     try:
@@ -108,42 +142,55 @@ def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextI
 
 
 def parse_args(argv: list[str]) -> tuple[bool, str | None]:
-    """Whether argv is `[--debug|-q|--quiet]... classify --pipe [-m MODEL|--model MODEL|--jobs N]...`, and its MODEL.
+    """Whether argv is a pipe invocation `parse_options` reads, and its MODEL (None: the default)."""
+    args = parse_options(argv)
+    return (False, None) if args is None else (True, args.model)
 
-    (False, None) for anything else (including --help or a stray SRC), which the full
-    command line then handles, errors and all.  MODEL None: the default model.
+
+VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff")
+
+
+def parse_options(argv: list[str]) -> PipeArgs | None:
+    """The options of `[--debug|-q|--quiet]... classify --pipe [OPTION]...`, OPTION one of
+    -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P, --exit-zero, -q/--quiet.
+
+    None for anything else (including --help or a stray SRC), which the full command
+    line then handles, errors and all.
     """
-    no = (False, None)
     args = list(argv)
     while args and args[0] in ("--debug", "-q", "--quiet"):
         args.pop(0)
     if not args or args[0] != "classify" or "--pipe" not in args:
-        return no
-    model = None
+        return None
+    values: dict[str, str] = {}
+    exit_zero = False
     rest = args[1:]
     i = 0
     while i < len(rest):
         arg = rest[i]
-        if arg == "--pipe":
+        name, eq, value = arg.partition("=")
+        if arg in ("--pipe", "-q", "--quiet", "--exit-zero"):
+            exit_zero = exit_zero or arg == "--exit-zero"
             i += 1
-        elif arg in ("-m", "--model", "--jobs") and i + 1 < len(rest):
-            if arg != "--jobs":
-                model = rest[i + 1]
+        elif arg in VALUED and i + 1 < len(rest):
+            values["--model" if arg == "-m" else arg] = rest[i + 1]
             i += 2
-        elif arg.startswith("--model="):
-            model = arg[len("--model=") :]
-            i += 1
-        elif arg.startswith("--jobs="):
+        elif eq and name in VALUED and name.startswith("--"):
+            values[name] = value
             i += 1
         elif arg.startswith("-m") and len(arg) > 2:
-            model = arg[2:]
+            values["--model"] = arg[2:]
             i += 1
         else:
-            return no
-    if model == "":
-        return no
-    return True, model
+            return None
+    try:
+        cutoffs = Cutoffs(*(float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff")))
+    except ValueError:
+        return None
+    if values.get("--model") == "":
+        return None
+    return PipeArgs(values.get("--model"), cutoffs, exit_zero)
 
 
-def main(model_path: str | None) -> int:
-    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+def main(model_path: str | None, cutoffs: Cutoffs = MODEL_CUTOFFS, exit_zero: bool = False) -> int:
+    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero)

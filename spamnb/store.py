@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import re
 import struct
 import zlib
 from collections.abc import Iterator
@@ -162,6 +163,7 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     import zipfile  # np.load imports it anyway; here for BadZipFile
 
     try:
+        check_magic(path)
         npz = np.load(path, allow_pickle=False)
         if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
             raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
@@ -183,6 +185,21 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
     return from_arrays(arrays, path, growable)
+
+
+def check_magic(path: str) -> None:
+    """Refuse what is neither a zip archive nor a .npy array by its first bytes, naming
+    what it seems to be (`-m ~/Mail/archive.mbox`): numpy would suggest `allow_pickle`."""
+    if os.path.isdir(path):
+        raise ModelError(f"{path}: a folder, not a spamnb model file")
+    with open(path, "rb") as file:
+        head = file.read(64)
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
+        return
+    if not head:
+        raise ModelError(f"{path}: not a spamnb model (an empty file)")
+    mail = head.startswith(b"From ") or re.match(rb"[!-9;-~]+:", head)
+    raise ModelError(f"{path}: not a spamnb model ({'it holds mail' if mail else 'not an .npz archive'}; -m names the model file)")
 
 
 # We store members uncompressed; a foreign file may compress them, but one that would
