@@ -46,27 +46,48 @@ class LearnReport:
     problems: list[Problem] = field(default_factory=list)
 
 
-# What forked workers need (the model's tokeniser, vocabulary and weights): set by
-# the parent just before it starts them, inherited through fork, never pickled.
-_WORK: dict = {}
+class Tokenise(NamedTuple):
+    """What the tokenising map step needs: the model's tokeniser, and whether its event
+    model scores header fields apart (then each chunk carries its tokens' fields)."""
+
+    tokenizer: Tokenizer
+    by_field: bool
+
+    @classmethod
+    def of(cls, tokens: TokenSettings, event: nb.EventModel) -> Tokenise:
+        return cls(Tokenizer(tokens), event.by_field)
 
 
-def _tokenize_rows(datas: list[bytes]) -> Rows:
-    """Worker task: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
-    tokenize = _WORK["tokenize"]
-    rows = local_rows([tokenize(data) for data in datas])
-    # From the chunk's distinct token strings: 0.20 s of CPU on the SpamAssassin corpus;
-    # from runs of tokens per header field the tokeniser recorded, 0.26 s (its bookkeeping
-    # 0.15 s, spreading the runs over the tokens 0.11 s).
-    return rows._replace(fields=field_ids(rows.tokens)) if _WORK.get("by_field") else rows
+def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Rows:
+    """Map step: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
+    rows = local_rows([step.tokenizer(data) for data in datas])
+    # From the chunk's distinct token strings: 0.20 s of CPU on the SpamAssassin corpus.
+    return rows._replace(fields=field_ids(rows.tokens)) if step.by_field else rows
 
 
-def _score(datas: list[bytes]) -> np.ndarray:
-    """Worker task: raw messages -> log-odds under the model."""
-    rows = _tokenize_rows(datas)
-    mapping = np.asarray(_WORK["vocab"].lookup(rows.tokens), dtype=np.int64)
+class Score(NamedTuple):
+    """What the scoring map step needs: a tokenising step and the model's vocabulary and weights."""
+
+    tokenise: Tokenise
+    vocab: Vocabulary
+    event: nb.EventModel
+    table: np.ndarray
+    b: float
+    keys: np.ndarray
+
+    @classmethod
+    def of(cls, model: Model) -> Score:
+        table, b = model.table()
+        event = model.scoring.event_model()
+        return cls(Tokenise.of(model.tokens, event), model.growable(), event, table, b, model.duplicate_keys())
+
+
+def score_chunk(step: Score, datas: list[bytes]) -> np.ndarray:
+    """Map step: raw messages -> log-odds under the model."""
+    rows = tokenise_chunk(step.tokenise, datas)
+    mapping = np.asarray(step.vocab.lookup(rows.tokens), dtype=np.int64)
     fields = None if rows.fields is None else rows.fields[rows.cols]
-    return nb.flat_log_odds(_WORK["event"], _WORK["table"], _WORK["b"], mapping[rows.cols], rows.counts, rows.lengths, _WORK["keys"], fields)
+    return nb.flat_log_odds(step.event, step.table, step.b, mapping[rows.cols], rows.counts, rows.lengths, step.keys, fields)
 
 
 def class_of(message: Message) -> int:
@@ -106,9 +127,7 @@ def learn(
     """
     report = LearnReport()
     vocab = model.learnable()
-    _WORK.clear()
-    _WORK["tokenize"] = Tokenizer(model.tokens)
-    _WORK["by_field"] = model.scoring.event_model().by_field
+    tokenise = Tokenise.of(model.tokens, model.scoring.event_model())
     pending: deque[_Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
 
@@ -150,7 +169,7 @@ def learn(
             pending.append(change)
             yield datas
 
-    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+    for rows in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
         change = pending.popleft()
         mapping = apply_changes(model, vocab, rows, change)
         if not forget:
@@ -244,19 +263,7 @@ def classify(
 
     Results come in the order of `items`, whatever `jobs`.
     """
-    vocab = model.growable()
-    table, b = model.table()
-    event = model.scoring.event_model()
-    _WORK.clear()
-    _WORK.update(
-        tokenize=Tokenizer(model.tokens),
-        vocab=vocab,
-        table=table,
-        b=b,
-        keys=model.duplicate_keys(),
-        event=event,
-        by_field=event.by_field,
-    )
+    score = Score.of(model)
     batches: deque[list[Item]] = deque()
 
     def tasks() -> Iterator[list[bytes]]:
@@ -264,7 +271,7 @@ def classify(
             batches.append(batch)
             yield [m.data for m in batch if isinstance(m, Message)]
 
-    for odds in ordered_map(_score, tasks(), jobs):
+    for odds in ordered_map(score_chunk, score, tasks(), jobs):
         batch = batches.popleft()
         scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
         for item in batch:
@@ -317,8 +324,8 @@ def cross_validate(
     if k < 2:
         raise ValueError(f"--folds needs at least 2 folds, not {k}")
     vocab = Vocabulary()
-    _WORK.clear()
-    _WORK["tokenize"] = Tokenizer(tokens)
+    # Fields come from the whole vocabulary below, not from each chunk.
+    tokenise = Tokenise(Tokenizer(tokens), by_field=False)
     ids: list[str] = []
     labels: list[str] = []
     problems: list[Problem] = []
@@ -339,7 +346,7 @@ def cross_validate(
             sizes.append(len(batch))
             yield datas
 
-    for rows in ordered_map(_tokenize_rows, tasks(), jobs):
+    for rows in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
         mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
         parts[0].append(mapping[rows.cols])
         parts[1].append(rows.counts)
@@ -449,19 +456,26 @@ def held_out_log_odds(
     """
     part = np.arange(len(y)) % k
     folds = [fold for fold in range(k) if (part == fold).any()]
-    _WORK["held_out"] = (event, counts, flat, y, part)
     odds = np.zeros(len(y))
-    try:
-        for fold, fold_odds in zip(folds, ordered_map(_held_out_fold, folds, jobs), strict=True):
-            odds[part == fold] = fold_odds
-    finally:
-        del _WORK["held_out"]
+    held_out = HeldOut(event, counts, flat, y, part)
+    for fold, fold_odds in zip(folds, ordered_map(held_out_fold, held_out, folds, jobs), strict=True):
+        odds[part == fold] = fold_odds
     return odds
 
 
-def _held_out_fold(fold: int) -> np.ndarray:
-    """Worker task: the log-odds of calibration fold `fold`'s messages (see `held_out_log_odds`)."""
-    event, counts, flat, y, part = _WORK["held_out"]
+class HeldOut(NamedTuple):
+    """What the calibration's map step needs: the learnt messages, their classes and folds."""
+
+    event: nb.EventModel
+    counts: nb.Counts
+    flat: Flat
+    y: np.ndarray
+    part: np.ndarray
+
+
+def held_out_fold(step: HeldOut, fold: int) -> np.ndarray:
+    """Map step: the log-odds of calibration fold `fold`'s messages (see `held_out_log_odds`)."""
+    event, counts, flat, y, part = step
     rows = part == fold
     held = flat.select(rows)
     used, local = used_columns(held.cols, counts.n_features)

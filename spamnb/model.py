@@ -66,6 +66,13 @@ class Scoring(ScoringFields):
         a, b = self.calibration
         return probabilities(a * np.asarray(log_odds, dtype=np.float64) + b)
 
+    def log_odds_at(self, score: float) -> float:
+        """The log-odds whose calibrated P(spam) is `score` (+-inf at 1 and 0)."""
+        if score <= 0.0 or score >= 1.0:
+            return math.inf if score >= 1.0 else -math.inf
+        a, b = self.calibration
+        return (math.log(score / (1.0 - score)) - b) / a
+
     def verdict(self, score: float) -> str:
         if score >= self.spam_cutoff:
             return "spam"

@@ -1,7 +1,9 @@
 """An ordered map over worker processes, with a bounded number of tasks in flight.
 
-Workers are forked, so they inherit the model and tokeniser already in memory; a
-task carries raw messages in and compact arrays (or scores) out.  Results come back
+The map step is a plain function `fn(state, task)`: `state` is what every task needs
+(the tokeniser, the model's weights), passed once per worker process by the pool's
+initializer and inherited through fork, never pickled; a task carries raw messages in
+and compact arrays (or scores) out.  Results come back
 in the order of the tasks, and at most `jobs * AHEAD` tasks are read ahead of the
 one being waited for, so memory stays bounded however long the input is.
 """
@@ -12,12 +14,30 @@ import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
+S = TypeVar("S")
 T = TypeVar("T")
 R = TypeVar("R")
 
 AHEAD = 2
+
+# In a worker process only: the map step and its state, set once by the pool's initializer.
+_worker: tuple[Callable[[Any, Any], Any], Any] | None = None
+
+
+def _start_worker(fn: Callable[[S, T], R], state: S) -> None:
+    global _worker
+    _worker = (fn, state)
+    # Workers leave Ctrl-C to the parent, which ends them: no traceback from each worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _run(task: T) -> R:
+    assert _worker is not None, "a task ran outside a worker started by ordered_map"
+    fn, state = _worker
+    return fn(state, task)
 
 
 def available_cores() -> int:
@@ -28,19 +48,18 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int) -> Iterator[R]:
-    """`map(fn, tasks)` over `jobs` forked processes; in order; bounded read-ahead.
+def ordered_map(fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int) -> Iterator[R]:
+    """`fn(state, task)` for each task over `jobs` forked processes; in order; bounded read-ahead.
 
-    `fn` must be a module-level function (it is sent by name).  With one job, or a
-    single task, no process is started.
+    With one job, or a single task, no process is started.
     """
     tasks = iter(tasks)
     if jobs <= 1:
-        yield from map(fn, tasks)
+        yield from (fn(state, task) for task in tasks)
         return
     head = list(itertools.islice(tasks, 2))
     if len(head) < 2:
-        yield from map(fn, head)
+        yield from (fn(state, task) for task in head)
         return
     import multiprocessing
 
@@ -49,20 +68,15 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int) -> Iterator
     # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        pool = context.Pool(jobs, initializer=ignore_interrupt)
+        pool = context.Pool(jobs, initializer=_start_worker, initargs=(fn, state))
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
     with pool:
         pending: deque = deque()
         for task in itertools.chain(head, tasks):
-            pending.append(pool.apply_async(fn, (task,)))
+            pending.append(pool.apply_async(_run, (task,)))
             if len(pending) >= jobs * AHEAD:
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
 
-
-def ignore_interrupt() -> None:
-    """Workers leave Ctrl-C to the parent, which ends them: no traceback from each worker."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -169,6 +169,22 @@ def summary(model: Model, path: str) -> dict[str, Any]:
         "learnt_digests": len(model.learnt),
         "tokeniser": json.loads(model.tokens.to_json()),
         "scoring": json.loads(model.scoring.to_json()),
+        "verdicts": verdict_summary(model),
+    }
+
+
+def verdict_summary(model: Model) -> dict[str, Any]:
+    """Where the cut-offs fall in log-odds, and whether a calibration was fitted at all."""
+    scoring = model.scoring
+
+    def finite(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return {
+        # Train fits a calibration only with enough of each class (classifier.CALIBRATION_MIN).
+        "calibrated": scoring.calibration != Scoring().calibration,
+        "spam_from_log_odds": finite(scoring.log_odds_at(scoring.spam_cutoff)),
+        "ham_to_log_odds": finite(scoring.log_odds_at(scoring.ham_cutoff)),
     }
 
 
@@ -185,7 +201,18 @@ def summary_table(info: dict[str, Any]) -> Table:
     table.add_row("vocabulary", f"{info['vocabulary']} tokens")
     table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
     table.add_row("scoring", ", ".join(f"{k}={v}" for k, v in info["scoring"].items()))
+    table.add_row("verdicts", verdicts_line(info["scoring"], info["verdicts"]))
     return table
+
+
+def verdicts_line(scoring: dict[str, Any], verdicts: dict[str, Any]) -> str:
+    def at(x: float | None) -> str:
+        return "never" if x is None else f"log-odds {x:+.2f}"
+
+    line = f"spam at P >= {scoring['spam_cutoff']} ({at(verdicts['spam_from_log_odds'])}), ham at P <= {scoring['ham_cutoff']} ({at(verdicts['ham_to_log_odds'])})"
+    if not verdicts["calibrated"]:
+        line += "; P(spam) not calibrated yet (too few messages of a class learnt): raw log-odds"
+    return line
 
 
 def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any]]:

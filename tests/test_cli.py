@@ -79,6 +79,19 @@ def test_inspect_reports_messages_and_vocabulary(model: Path, corpus: Corpus) ->
 def test_inspect_table_output(model: Path) -> None:
     out = ok("inspect", "-m", model, "--top", "3").stdout
     assert "12 spam, 12 ham" in out and "tokens pointing to spam" in out
+    assert "not calibrated yet" in out
+
+
+def test_inspect_places_the_cut_offs_in_log_odds(model: Path) -> None:
+    verdicts = inspect_json(model)["verdicts"]
+    # 12 of each class learnt: too few for a calibration, so P is the sigmoid of the log-odds.
+    assert verdicts["calibrated"] is False
+    assert verdicts["spam_from_log_odds"] == pytest.approx(math.log(0.95 / 0.05))
+    assert verdicts["ham_to_log_odds"] == pytest.approx(math.log(0.1 / 0.9))
+    scoring = store.load(str(model)).scoring.replace(calibration=(0.5, 1.0))
+    for cutoff in (scoring.spam_cutoff, scoring.ham_cutoff):
+        assert scoring.probability(scoring.log_odds_at(cutoff)) == pytest.approx(cutoff)
+    assert scoring.log_odds_at(1.0) == math.inf and scoring.log_odds_at(0.0) == -math.inf
 
 
 def test_mbox_index_and_maildir_training_give_the_same_model(model: Path, corpus: Corpus, tmp_path: Path) -> None:
