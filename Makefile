@@ -6,11 +6,11 @@ SPAMNB := $(BIN)/spamnb
 DEMO := demo-out
 SA_INDEX := ../shared/corpora/spamassassin/index
 
-.PHONY: install demo test lint bench accuracy small-data clean
+.PHONY: install demo test test-pure lint bench accuracy small-data fuzz clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py spamnb/_ctokens.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e '.[test,dask]'
 	touch $@
@@ -26,6 +26,11 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The tests of the tokeniser and the pipe on the pure-Python path alone (SPAMNB_PURE=1),
+# as an install without a compiler runs them; `make test` runs the tokeniser's on both.
+test-pure: install
+	SPAMNB_PURE=1 $(BIN)/python -m pytest tests/test_tokens.py tests/test_ctokens.py tests/test_pipe.py tests/test_crash.py
 
 bench: install
 	$(BIN)/python bench/bench.py
@@ -49,5 +54,19 @@ small-data: install
 		$(SPAMNB) -q eval --index $(SA_INDEX) --folds 5 --train-size 300 --fail-under auc=0.9982 --fail-under precision=0.9959 --fail-under recall=0.781; \
 	else echo "no $(SA_INDEX): small-data gate skipped"; fi
 
+# The compiled word scanner built with AddressSanitizer and UBSan (build/asan), fed
+# generated texts and mutated corpus messages beside the pure path (bench/fuzz_ctokens.py);
+# any difference fails, any sanitizer finding aborts.  libasan is preloaded since the
+# interpreter is not built with it; Python's own allocations are not leak-checked.
+ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
+FUZZ_ARGS ?=
+fuzz: install
+	rm -rf build/asan build/asan-tmp
+	CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g" \
+		LDFLAGS="-fsanitize=address,undefined" \
+		$(BIN)/python setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp
+	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 SPAMNB_PURE=1 \
+		$(BIN)/python bench/fuzz_ctokens.py --module $$(ls build/asan/spamnb/_ctokens*.so) $(FUZZ_ARGS)
+
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache .hypothesis build spamnb/*.so

@@ -7,7 +7,11 @@ under the default settings and under TokenSettings(ngram=2, stopwords=True), and
 prints every message whose token lists differ (order and multiplicity included).
 Exits 1 on any difference.
 
-    python bench/tokens_identical.py [--ref GIT_REV] [--index INDEX]
+With --pure the reference is the working tree's own pure-Python path (SPAMNB_PURE's),
+and the working tree's tokeniser uses the compiled word scanner (spamnb/_ctokens.c):
+the proof that the two give the same tokens.
+
+    python bench/tokens_identical.py [--ref GIT_REV | --pure] [--index INDEX]
 
 The corpus is read from ../shared/corpora/spamassassin/index (or $SPAMNB_BENCH_CORPUS).
 """
@@ -61,6 +65,28 @@ def reference_tokens(rev: str, messages: list[tuple[str, bytes]], settings: list
     return pickle.loads(done.stdout)
 
 
+def forget_memos() -> None:
+    """Empty the tokeniser's module-wide memos, so that no run is timed on another's."""
+    for memo in (new_tokens._chunk_memo, new_tokens._chunks_memo, new_tokens._url_memo):
+        memo.clear()
+
+
+def pure_tokens(messages: list[tuple[str, bytes]], settings: list[dict]) -> list[tuple[list[list[str]], float]]:
+    """As reference_tokens, by the working tree's pure-Python path."""
+    saved, new_tokens.SCANNER = new_tokens.SCANNER, None
+    try:
+        out = []
+        for options in settings:
+            forget_memos()
+            tokenize = new_tokens.Tokenizer(new_tokens.TokenSettings(**options))
+            start = time.process_time()
+            lists = [tokenize(data) for _, data in messages]
+            out.append((lists, time.process_time() - start))
+        return out
+    finally:
+        new_tokens.SCANNER = saved
+
+
 def corpus(index: str) -> list[tuple[str, bytes]]:
     """(path, bytes) of every readable message of an index, through spamnb's own reader."""
     return [(m.id, m.data) for m in read_index(index) if isinstance(m, Message)]
@@ -69,14 +95,20 @@ def corpus(index: str) -> list[tuple[str, bytes]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default="main", help="git revision of the reference tokeniser")
+    parser.add_argument("--pure", action="store_true", help="the reference is the working tree's pure-Python path")
     parser.add_argument("--index", default=DEFAULT_INDEX)
     args = parser.parse_args()
+    if args.pure and new_tokens.SCANNER is None:
+        print("--pure: the compiled word scanner is not built (or SPAMNB_PURE is set): nothing to compare")
+        return 1
     messages = corpus(args.index)
     settings = [{}, {"ngram": 2, "stopwords": True}]
     differences = 0
-    reference = reference_tokens(args.ref, messages, settings)
+    reference = pure_tokens(messages, settings) if args.pure else reference_tokens(args.ref, messages, settings)
+    ref_name = "pure" if args.pure else args.ref
     gc.freeze()  # millions of reference tokens held: not for the collector to walk while timing ours
     for options, (expected_lists, t_ref) in zip(settings, reference, strict=True):
+        forget_memos()
         new = new_tokens.Tokenizer(new_tokens.TokenSettings(**options))
         start = time.process_time()
         got_lists = [new(data) for _, data in messages]
@@ -93,7 +125,7 @@ def main() -> int:
         label = ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
         print(
             f"TokenSettings({label}): {len(messages)} messages, {n_tokens} tokens, {bad} differ; "
-            f"{args.ref} {t_ref:.2f} s, working tree {t_new:.2f} s of CPU ({t_ref / t_new:.2f}x)"
+            f"{ref_name} {t_ref:.2f} s, working tree {t_new:.2f} s of CPU ({t_ref / t_new:.2f}x)"
         )
     print(f"{differences} differences")
     return 1 if differences else 0

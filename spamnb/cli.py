@@ -347,7 +347,7 @@ def classify(
 
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
-        cutoffs = pipe_filter.Cutoffs(spam_cutoff, ham_cutoff)
+        cutoffs = (spam_cutoff, ham_cutoff)
         ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero))
     if exit_zero:
         raise click.UsageError("--exit-zero goes with --pipe")

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from spamnb import sortedtokens
+
 if TYPE_CHECKING:
     import scipy.sparse
 
@@ -73,71 +75,16 @@ class Vocabulary:
         return np.insert(np.arange(n0), where, tail).astype(np.int64)
 
 
-class SortedTokens:
-    """Read-only vocabulary over the newline-joined sorted UTF-8 token blob.
+class SortedTokens(sortedtokens.SortedTokens):
+    """`sortedtokens.SortedTokens` that also takes its offsets as a numpy array."""
 
-    `offsets[i]` is where token i starts and `offsets[i+1] - 1` where it ends (the
-    model file stores them, so opening a model is not a pass over its vocabulary).
-    `blob` is anything that slices to bytes: bytes, or an mmap of the model file
-    with the blob at `base`, so that a lookup touches only the pages it reads.
-    """
-
-    def __init__(self, blob: bytes, offsets: Sequence[int] | None = None, base: int = 0, size: int | None = None) -> None:
-        self.blob = blob
-        self.base = base
-        self.size = len(blob) - base if size is None else size
+    def __init__(self, blob: bytes, offsets: Sequence[int] | np.ndarray | None = None, base: int = 0, size: int | None = None) -> None:
         if offsets is None:
-            offsets = token_offsets(bytes(blob[base : base + self.size]))
+            size = len(blob) - base if size is None else size
+            offsets = token_offsets(bytes(blob[base : base + size]))
         if isinstance(offsets, np.ndarray):
             offsets = as_ints(offsets)
-        self.offsets = offsets
-        self._landmarks: tuple[list[bytes], int] | None = None
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> bytes:
-        return self.blob[self.base + self.offsets[i] : self.base + self.offsets[i + 1] - 1]
-
-    def data(self) -> bytes:
-        """The whole blob as bytes."""
-        return bytes(self.blob[self.base : self.base + self.size])
-
-    # About this many evenly spaced tokens, read once: a bisect in C over them narrows
-    # each search to the tokens between two of them, so the search written out below
-    # takes 7 steps instead of 17 in a 140k-token model (490 tokens: 7-15 ms -> 4.6 ms,
-    # landmarks included; a 1M-token model reads no more of them).
-    LANDMARKS = 1024
-
-    def landmarks(self) -> tuple[list[bytes], int]:
-        """The landmark tokens and the stride between them."""
-        if self._landmarks is None:
-            blob, base, off = self.blob, self.base, self.offsets
-            stride = max(1, -(-len(self) // self.LANDMARKS))
-            marks = [blob[base + off[i] : base + off[i + 1] - 1] for i in range(0, len(self), stride)]
-            self._landmarks = marks, stride
-        return self._landmarks
-
-    def lookup(self, tokens: Iterable[str]) -> list[int]:
-        # The binary search is written out: through bisect and __getitem__ it took
-        # 10 ms of a 25 ms one-message pipe run (339 tokens, 140k-token model), inline 3 ms.
-        blob, base, off = self.blob, self.base, self.offsets
-        n = len(off) - 1
-        marks, stride = self.landmarks()
-        out = []
-        for t in tokens:
-            key = t.encode("utf-8", "surrogatepass")
-            # Landmark j-1 sorts before the key, landmark j not: the answer lies between them.
-            j = bisect.bisect_left(marks, key)
-            lo, hi = max(j - 1, 0) * stride + (j > 0), min(j * stride, n)
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if blob[base + off[mid] : base + off[mid + 1] - 1] < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out.append(lo if lo < n and blob[base + off[lo] : base + off[lo + 1] - 1] == key else -1)
-        return out
+        super().__init__(blob, offsets, base, size)
 
 
 def as_ints(a: np.ndarray) -> memoryview:

@@ -11,18 +11,21 @@ scored on its first `max_bytes` and passed through whole.
 
 Fails open: on any error (missing or damaged model, unreadable or empty input, a bug,
 MemoryError) the bytes read go out unchanged, one line goes to stderr, and the exit
-status is 3.  Imports only numpy and the standard library, so a message is scored in
-about the time it takes Python to import numpy.  The console script reaches `main`
-without click (see `spamnb.entry`), and the model is mapped, not read
-(`store.load(scoring_only=True)`).
+status is 3.  Imports only the standard library: the model is mapped, not read, and
+the message scored without numpy (`spamnb.onemessage`).  The console script reaches
+`main` without click (see `spamnb.entry`).
 """
 from __future__ import annotations
 
 import contextlib
 import sys
-from typing import BinaryIO, NamedTuple, TextIO
 
 from spamnb import headers
+
+# `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, TextIO
 
 EXIT = {"spam": 0, "ham": 1, "unsure": 2}
 EXIT_ERROR = 3
@@ -30,24 +33,12 @@ READ_SIZE = 1 << 16
 AFTERWORD = "; message passed through unchanged"
 
 
+# `--spam-cutoff` / `--ham-cutoff` for this message: (spam, ham), None for the model's.
+MODEL_CUTOFFS: tuple[float | None, float | None] = (None, None)
+
+
 class InputError(Exception):
     """Nothing to filter."""
-
-
-class Cutoffs(NamedTuple):
-    """`--spam-cutoff` / `--ham-cutoff` for this message; None: the model's."""
-
-    spam: float | None = None
-    ham: float | None = None
-
-
-MODEL_CUTOFFS = Cutoffs()
-
-
-class PipeArgs(NamedTuple):
-    model: str | None = None  # None: the default model
-    cutoffs: Cutoffs = MODEL_CUTOFFS
-    exit_zero: bool = False  # exit 0 whatever the verdict (3 still on an error)
 
 
 def verdict_header(verdict: str, score: float) -> str:
@@ -76,29 +67,19 @@ def one_line(err: BaseException) -> str:
 def describe(err: BaseException) -> str:
     """One line: the message of an expected error, the type too of any other."""
     text = one_line(err)
-    if isinstance(err, InputError) or type(err).__name__ == "ModelError":
+    if isinstance(err, InputError) or type(err).__name__ in ("ModelError", "CutoffError"):
         return text
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
 
-def filter_message(model_path: str | None, data: bytes, cutoffs: Cutoffs = MODEL_CUTOFFS) -> tuple[bytes, int]:
+def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS) -> tuple[bytes, int]:
     """The stamped message and its exit status."""
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
-    from spamnb import store
-    from spamnb.tokens import Tokenizer
+    from spamnb import npzview, onemessage
 
-    model = store.load(model_path or store.default_path(), scoring_only=True)
-    if cutoffs != MODEL_CUTOFFS:
-        spam = model.scoring.spam_cutoff if cutoffs.spam is None else cutoffs.spam
-        ham = model.scoring.ham_cutoff if cutoffs.ham is None else cutoffs.ham
-        if not 0 < ham < spam < 1:
-            raise InputError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
-        model.scoring = model.scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
-    explanation = model.explain(Tokenizer(model.tokens)(data))
-    score = model.scoring.probability(explanation.log_odds)
-    verdict = model.scoring.verdict(score)
+    _, score, verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs)
     return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
 
 
@@ -108,7 +89,7 @@ def run(
     stdout: BinaryIO,
     stderr: TextIO,
     refuse: str = "",
-    cutoffs: Cutoffs = MODEL_CUTOFFS,
+    cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
     exit_zero: bool = False,
 ) -> int:
     """Filter one message; `model_path` None means the default model; `refuse` (a usage
@@ -144,15 +125,16 @@ def run(
 def parse_args(argv: list[str]) -> tuple[bool, str | None]:
     """Whether argv is a pipe invocation `parse_options` reads, and its MODEL (None: the default)."""
     args = parse_options(argv)
-    return (False, None) if args is None else (True, args.model)
+    return (False, None) if args is None else (True, args[0])
 
 
 VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff")
 
 
-def parse_options(argv: list[str]) -> PipeArgs | None:
-    """The options of `[--debug|-q|--quiet]... classify --pipe [OPTION]...`, OPTION one of
-    -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P, --exit-zero, -q/--quiet.
+def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, float | None], bool] | None:
+    """(MODEL, cut-offs, --exit-zero) of `[--debug|-q|--quiet]... classify --pipe [OPTION]...`,
+    OPTION one of -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P, --exit-zero,
+    -q/--quiet.  MODEL None: the default model.
 
     None for anything else (including --help or a stray SRC), which the full command
     line then handles, errors and all.
@@ -184,13 +166,13 @@ def parse_options(argv: list[str]) -> PipeArgs | None:
         else:
             return None
     try:
-        cutoffs = Cutoffs(*(float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff")))
+        spam, ham = (float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff"))
     except ValueError:
         return None
     if values.get("--model") == "":
         return None
-    return PipeArgs(values.get("--model"), cutoffs, exit_zero)
+    return values.get("--model"), (spam, ham), exit_zero
 
 
-def main(model_path: str | None, cutoffs: Cutoffs = MODEL_CUTOFFS, exit_zero: bool = False) -> int:
+def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False) -> int:
     return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero)

@@ -22,32 +22,26 @@ import contextlib
 import mmap
 import os
 import re
-import struct
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 import numpy as np
 
 from spamnb import nb
 from spamnb.features import SortedTokens, Vocabulary, token_offsets
 from spamnb.model import Model, Scoring
+from spamnb.npzview import (  # Member and default_path: this module's names before they moved
+    FORMAT,
+    LOCAL_HEADER,
+    REQUIRED,
+    VERSION,
+    Member,  # noqa: F401
+    ModelError,
+    default_path,  # noqa: F401
+    zip_directory,
+)
 from spamnb.tokens import TokenSettings
-
-FORMAT = "spamnb-model"
-VERSION = 7  # 2: Fisher, calibration, URL/Received tokens; 3: unknown tokens in Fisher, boolean multinomial, alpha 0.01; 4: duplicate evidence counted once (older calibrations do not fit); 5: duplicates by counts within a tenth, Fisher n ** 0.8 tests plus the geometric mean, duplicates from 7 messages in Fisher (likewise); 6: subject word pairs (a version-5 model lacks their counts); 7: Fisher's tests counted per header field, a list server's fields left out (older calibrations do not fit)
-REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
-
-
-class ModelError(Exception):
-    """The model file is missing, unreadable, foreign or damaged; the message names it."""
-
-
-def default_path() -> str:
-    if os.environ.get("SPAMNB_MODEL"):
-        return os.environ["SPAMNB_MODEL"]
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(data_home, "spamnb", "model.npz")
 
 
 def smallest_uint(a: np.ndarray) -> np.ndarray:
@@ -262,46 +256,6 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     if growable:
         model.growable()
     return model
-
-
-# The zip records the mapped loader reads itself: importing zipfile (with shutil and
-# threading) was 4 ms of the one-message pipe's start-up.  Anything it does not
-# expect (a comment, ZIP64 sizes, a compressed member) goes to the full loader.
-LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's local header: 30 bytes, then name and extra
-CENTRAL_ENTRY = struct.Struct("<4s4B4HL2L5H2L")  # a central directory entry: 46 bytes, then name, extra, comment
-END_RECORD = struct.Struct("<4s4H2LH")  # end of central directory: 22 bytes, then the comment
-STORED = 0
-ZIP64_MARK = 0xFFFFFFFF
-
-
-class Member(NamedTuple):
-    header_offset: int
-    size: int
-    crc: int
-    stored: bool  # as it is: not compressed, not encrypted
-
-
-def zip_directory(mm: mmap.mmap) -> dict[str, Member] | None:
-    """The members of a zip archive without a comment, by name; None for any other file."""
-    if len(mm) < END_RECORD.size:
-        return None
-    sig, _, _, _, entries, _, start, comment = END_RECORD.unpack_from(mm, len(mm) - END_RECORD.size)
-    if sig != b"PK\x05\x06" or comment or start == ZIP64_MARK:
-        return None
-    members = {}
-    for _ in range(entries):
-        fields = CENTRAL_ENTRY.unpack_from(mm, start)
-        if fields[0] != b"PK\x01\x02":
-            return None
-        crc, packed, size, name_len, extra_len, comment_len = fields[9:15]
-        offset = fields[18]
-        if ZIP64_MARK in (packed, size, offset):
-            return None
-        name = bytes(mm[start + CENTRAL_ENTRY.size : start + CENTRAL_ENTRY.size + name_len]).decode("utf-8")
-        encrypted = fields[5] & 1
-        members[name] = Member(offset, size, crc, fields[6] == STORED and packed == size and not encrypted)
-        start += CENTRAL_ENTRY.size + name_len + extra_len + comment_len
-    return members
 
 
 def load_mapped(path: str) -> Model | None:

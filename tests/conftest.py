@@ -2,10 +2,11 @@
 as message files, maildirs and mboxrd files.  Nothing here reads a real corpus."""
 from __future__ import annotations
 
+import contextlib
 import io
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -178,3 +179,19 @@ def count_rows(docs: Sequence[Sequence[int]], n_features: int) -> scipy.sparse.c
     keep = cols >= 0
     data = np.ones(int(keep.sum()), dtype=np.float64)
     return scipy.sparse.coo_matrix((data, (rows[keep], cols[keep])), shape=(len(docs), n_features)).tocsr()
+
+
+@contextlib.contextmanager
+def use_scanner(name: str) -> Iterator[str]:
+    """Tokenizers made inside use the compiled word scanner ("compiled", skipped where it
+    was not built or SPAMNB_PURE is set) or the pure-Python path ("pure")."""
+    from spamnb import tokens
+
+    if name == "compiled" and tokens.SCANNER is None:
+        pytest.skip("compiled word scanner not built, or SPAMNB_PURE set")
+    saved = tokens.SCANNER
+    tokens.SCANNER = saved if name == "compiled" else None
+    try:
+        yield name
+    finally:
+        tokens.SCANNER = saved

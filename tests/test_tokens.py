@@ -1,9 +1,13 @@
-"""The tokeniser: MIME decoding, charsets, HTML, Unicode words, headers and settings."""
+"""The tokeniser: MIME decoding, charsets, HTML, Unicode words, headers and settings.
+
+Every test here runs twice: with the compiled word scanner and with the pure path
+(the `scanner` fixture), which must give the same tokens."""
 from __future__ import annotations
 
 import base64
 import email.message
 import re
+from collections.abc import Iterator
 from email.message import EmailMessage
 
 import pytest
@@ -23,9 +27,16 @@ from spamnb.tokens import (
     stopword_set,
     url_matches,
 )
-from tests.conftest import ENVELOPE, LIST_SERVER_FIELDS, make_mail, raw_mail
+from tests.conftest import ENVELOPE, LIST_SERVER_FIELDS, make_mail, raw_mail, use_scanner
 
 NO_HEADERS = TokenSettings(header_tokens=False)
+
+
+@pytest.fixture(autouse=True, scope="module", params=["compiled", "pure"])
+def scanner(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test with the word scanner of spamnb/_ctokens.c, then with the pure path."""
+    with use_scanner(request.param) as name:
+        yield name
 
 
 def body_tokens(data: bytes, **options: object) -> list[str]:

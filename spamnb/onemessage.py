@@ -1,0 +1,340 @@
+"""One message scored without numpy: what `classify --pipe` runs once per mail.
+
+The same log-odds as batch classify (`nb.flat_log_odds` over the whole model), to
+rounding: the message's few hundred distinct tokens are looked up in the mapped model
+file (`npzview`, `sortedtokens`) and scored in plain floats, Fisher by field (the
+chi-square tails summed in logs as `nb.log_chi2_tails` sums them), multinomial and
+Bernoulli as the dot product of their weights.  A bare interpreter with numpy
+imported was most of a piped message's time.
+"""
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_right
+from collections import Counter, namedtuple
+
+from spamnb import npzview
+from spamnb.npzview import ModelError
+from spamnb.sortedtokens import SortedTokens, blob_offsets
+from spamnb.tokens import TokenSettings, field_numbers
+
+HAM, SPAM = 0, 1
+CLASSES = ("ham", "spam")
+# nb's event models as `nb.event_model(name, alpha)` makes them (tests/test_onemessage.py
+# holds these equal to nb's own).
+DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01}
+DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10}
+FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
+MULTINOMIAL_BOOLEAN = True
+DUPLICATE_STEP = (11, 10)
+
+
+def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
+    """nb.bucket_edges as a list."""
+    a, b = step
+    num, den, edges = 1, 1, [1]
+    while edges[-1] < top:
+        num, den = num * a, den * b
+        edge = -(-num // den)
+        if edge > edges[-1]:
+            edges.append(edge)
+    return edges
+
+
+EDGES = bucket_edges()
+
+
+class Scoring:
+    """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
+
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff")
+
+    def __init__(self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float]) -> None:
+        self.event, self.alpha, self.calibration = event, alpha, calibration
+        self.spam_cutoff, self.ham_cutoff = spam_cutoff, ham_cutoff
+
+    @classmethod
+    def from_json(cls, text: str) -> Scoring:
+        data = json.loads(text)
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration"}
+        if not isinstance(data, dict) or unknown:
+            raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
+        event = data.get("event", "fisher")
+        if event not in DEFAULT_ALPHA:
+            raise ValueError(f"unknown event model {event!r}; choose from {', '.join(DEFAULT_ALPHA)}")
+        alpha = data.get("alpha")
+        alpha = DEFAULT_ALPHA[event] if alpha is None else float(alpha)
+        spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
+        a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
+        if not alpha > 0:
+            raise ValueError(f"alpha must be positive, not {alpha}")
+        if not 0.0 <= ham <= spam <= 1.0:
+            raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {ham}, {spam}")
+        if not (math.isfinite(a) and math.isfinite(b) and a > 0):
+            raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
+        return cls(event, alpha, spam, ham, (a, b))
+
+    def probability(self, log_odds: float) -> float:
+        """Calibrated P(spam), as model.Scoring.probability."""
+        a, b = self.calibration
+        z = a * log_odds + b
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1.0 + e)
+
+    def verdict(self, score: float) -> str:
+        return "spam" if score >= self.spam_cutoff else "ham" if score <= self.ham_cutoff else "unsure"
+
+
+class Counts2:
+    """A (2, V) count array as stored, indexed [class][column] through `at`."""
+
+    def __init__(self, array: npzview.Array) -> None:
+        self.items = array.items()
+        self.fortran, self.n = array.fortran, array.shape[1]
+
+    def at(self, cls: int, col: int) -> int:
+        return self.items[2 * col + cls] if self.fortran else self.items[cls * self.n + col]
+
+    def row(self, cls: int) -> memoryview | list:
+        """All of one class's counts (a strided view: no copy)."""
+        return self.items[cls :: 2] if self.fortran else self.items[cls * self.n : (cls + 1) * self.n]
+
+
+class OneModel:
+    """A model file opened to score single messages: mapped, validated, nothing read whole."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets",))
+        try:
+            fmt = a["format"].text()
+            if fmt != npzview.FORMAT:
+                raise ModelError(f"{path}: not a spamnb model (format {fmt[:40]!r})")
+            version = a["version"].scalar()
+            if version != npzview.VERSION:
+                raise ModelError(f"{path}: model format version {version}, this spamnb reads version {npzview.VERSION}; retrain")
+            blob = a["tokens"]
+            if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
+                raise ValueError("tokens not bytes")
+            offsets = a["offsets"].items() if "offsets" in a else blob_offsets(blob.data.tobytes())
+            if len(offsets) < 1 or offsets[0] not in (0, 1) or offsets[-1] != blob.shape[0] + 1:
+                raise ValueError("token offsets do not fit the token blob")
+            self.vocab = SortedTokens(self._mm, offsets, base=blob.offset, size=blob.shape[0])  # type: ignore[arg-type]
+            n = len(self.vocab)
+            tf, df, docs = a["tf"], a["df"], a["docs"]
+            if tf.shape != (2, n) or df.shape != tf.shape or docs.shape != (2,):
+                raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {n} tokens")
+            if tf.kind != "u" or df.kind != "u":
+                raise ValueError("negative or signed counts")
+            learnt, learnt_class = a["learnt"].shape, a["learnt_class"].shape
+            if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
+                raise ValueError("learnt digests of the wrong shape")
+            self.tf, self.df = Counts2(tf), Counts2(df)
+            self.docs = [int(d) for d in docs.items()]
+            if min(self.docs) < 0:
+                raise ValueError("negative counts")
+            self.tokens = TokenSettings.from_json(a["settings"].text())
+            self.scoring = Scoring.from_json(a["scoring"].text())
+        except ModelError:
+            raise
+        except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
+            raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+        self.n_features = n
+        self._sums: dict[str, list[float]] = {}
+
+    def check_trained(self) -> None:
+        missing = [CLASSES[c] for c in (HAM, SPAM) if self.docs[c] == 0]
+        if missing:
+            raise ModelError(f"{self.path}: the model has no {' and no '.join(missing)} messages yet: train it on both classes")
+
+    def log_odds(self, tokens: list[str]) -> float:
+        """The message's log-odds under the model, as batch classify scores it."""
+        self.check_trained()
+        distinct = Counter(tokens)
+        names = list(distinct)
+        cols = self.vocab.lookup(names)
+        if self.scoring.event == "fisher":
+            return self.fisher(names, cols)
+        return self.linear(cols, list(distinct.values()))
+
+    def shares(self, cols: list[int], least: int) -> list[float]:
+        """Per entry, 1/k where k entries share its duplicate key (nb.duplicate_shares)."""
+        df = self.df
+        keys = []
+        for col in cols:
+            h, s = df.at(HAM, col), df.at(SPAM, col)
+            keys.append((bisect_right(EDGES, h), bisect_right(EDGES, s)) if least > 0 and h + s >= least else None)
+        sizes = Counter(k for k in keys if k is not None)
+        return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
+
+    def fisher(self, names: list[str], cols: list[int]) -> float:
+        """Robinson's f per token, combined by Fisher's method per field (nb.Fisher, nb.fisher_by_field)."""
+        alpha, x = self.scoring.alpha, FISHER_X
+        fields = field_numbers(names)
+        counted = [i for i, f in enumerate(fields) if f >= 0]
+        known = [i for i in counted if cols[i] >= 0]
+        docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
+        unknown_row = (math.log(x), math.log1p(-x))
+        weights = self.shares([cols[i] for i in known], DUPLICATE_MIN["fisher"])
+        entries = []  # (weight, ln f, ln(1 - f), field): known tokens, then unknown ones
+        for i, w in zip(known, weights, strict=True):
+            h, s = self.df.at(HAM, cols[i]), self.df.at(SPAM, cols[i])
+            n = h + s
+            if n > 0:
+                share_h, share_s = h / docs_h, s / docs_s
+                f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
+                entries.append((w, math.log(f), math.log1p(-f), fields[i]))
+            else:
+                entries.append((w, *unknown_row, fields[i]))
+        entries += [(1.0, *unknown_row, fields[i]) for i in counted if cols[i] < 0]
+        plain = [sum(w * e[k] for w, *e in entries) for k in (0, 1)]
+        plain_n = sum(e[0] for e in entries)
+        per_field: dict[int, float] = {}
+        for w, _, _, field in entries:
+            per_field[field] = per_field.get(field, 0.0) + w
+        tests = {f: float(max(round(FISHER_INDEPENDENCE * t**FISHER_POWER), 1)) if t > 0 else 0.0 for f, t in per_field.items()}
+        factor = {f: tests[f] / t if t > 0 else 0.0 for f, t in per_field.items()}
+        scaled = [sum(w * factor[field] * e[k] for w, *e, field in entries) for k in (0, 1)]
+        n = round(sum(tests.values()))
+        if n == 0:
+            return 0.0
+        log_qh, log_ph = log_chi2_tails(-2.0 * scaled[0], n)
+        log_qs, log_ps = log_chi2_tails(-2.0 * scaled[1], n)
+        out = logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
+        return out + FISHER_MEAN_WEIGHT * (plain[0] - plain[1]) / max(plain_n, 1.0)
+
+    def linear(self, cols: list[int], counts: list[int]) -> float:
+        """x . w + b over the known tokens (nb.Multinomial, nb.Bernoulli)."""
+        event, alpha = self.scoring.event, self.scoring.alpha
+        known = [i for i, c in enumerate(cols) if c >= 0]
+        weights = self.shares([cols[i] for i in known], DUPLICATE_MIN[event])
+        docs = self.docs
+        b = (math.log(docs[SPAM]) - math.log(sum(docs))) - (math.log(docs[HAM]) - math.log(sum(docs)))
+        if event == "multinomial":
+            counts_of = self.df if MULTINOMIAL_BOOLEAN else self.tf
+            totals = [t + alpha * self.n_features for t in self.class_sums("multinomial")]
+
+            def weight(col: int) -> float:
+                h, s = counts_of.at(HAM, col), counts_of.at(SPAM, col)
+                return (math.log(s + alpha) - math.log(totals[SPAM])) - (math.log(h + alpha) - math.log(totals[HAM]))
+
+            x = [1.0 if MULTINOMIAL_BOOLEAN else float(counts[i]) for i in known]
+        else:
+            denom = [d + 2 * alpha for d in docs]
+
+            def per_class(cls: int, col: int) -> float:
+                d = self.df.at(cls, col)
+                return (math.log(d + alpha) - math.log(denom[cls])) - (math.log(denom[cls] - d - alpha) - math.log(denom[cls]))
+
+            def weight(col: int) -> float:
+                return per_class(SPAM, col) - per_class(HAM, col)
+
+            absent = self.class_sums("bernoulli")
+            b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
+            x = [1.0] * len(known)
+        return sum(xi * w * weight(cols[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b
+
+    def class_sums(self, event: str) -> list[float]:
+        """Per class, what the linear models sum over the whole vocabulary: the multinomial's
+        token total, the Bernoulli's sum of log(1 - p) (the score of an empty message)."""
+        if event not in self._sums:
+            if event == "multinomial":
+                counts = self.df if MULTINOMIAL_BOOLEAN else self.tf
+                self._sums[event] = [float(sum(counts.row(c))) for c in (HAM, SPAM)]
+            else:
+                alpha = self.scoring.alpha
+                out = []
+                for c in (HAM, SPAM):
+                    denom = self.docs[c] + 2 * alpha
+                    # One log1p per distinct count, not per token: a Counter of the row runs in C.
+                    out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in Counter(self.df.row(c)).items()))
+                self._sums[event] = out
+        return self._sums[event]
+
+
+def logaddexp(a: float, b: float) -> float:
+    top = max(a, b)
+    if top == -math.inf:
+        return top
+    return top + math.log1p(math.exp(-abs(a - b)))
+
+
+_LOG_FACTORIALS = [0.0]
+
+
+def log_factorials(n: int) -> list[float]:
+    """ln 0!, ..., ln n!, summed in order as nb._log_factorials sums them."""
+    lf = _LOG_FACTORIALS
+    while len(lf) <= n:
+        lf.append(lf[-1] + math.log(len(lf)))
+    return lf
+
+
+def logsumexp(terms: list[float]) -> float:
+    top = max(terms, default=-math.inf)
+    if not math.isfinite(top):
+        top = 0.0
+    total = math.fsum(math.exp(t - top) for t in terms)
+    return top + math.log(total) if total > 0 else -math.inf
+
+
+def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
+    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (nb.log_chi2_tails)."""
+    if n <= 0:
+        return 0.0, -math.inf
+    m = max(chi / 2.0, 0.0)
+    log_m = math.log(m) if m > 0 else -math.inf
+    lf = log_factorials(n)
+    terms = [0.0] + [i * log_m - lf[i] for i in range(1, n)]
+    log_q = min(-m + logsumexp(terms), 0.0)
+    log_p = math.log(-math.expm1(log_q)) if log_q < 0 else -math.inf
+    if log_q > math.log(0.5):
+        # P = 1 - Q may be tiny: the series e^-m sum_{j >= n} m^j / j! instead.
+        extra = int(60 + 12 * math.sqrt(m + n))
+        lf = log_factorials(n + extra)
+        tail = [j * log_m - lf[j] for j in range(n, n + extra)] if math.isfinite(log_m) else [-math.inf]
+        log_p = -m + logsumexp(tail)
+    return log_q, log_p
+
+
+Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict"))
+
+
+class CutoffError(ValueError):
+    """Cut-offs given for one message that do not leave ham's below spam's."""
+
+
+def verdict_at(scoring: Scoring, score: float, cutoffs: tuple[float | None, float | None]) -> str:
+    """The verdict on `score` under the model's cut-offs, or those of `cutoffs` (spam, ham) not None."""
+    if cutoffs == (None, None):
+        return scoring.verdict(score)
+    spam = scoring.spam_cutoff if cutoffs[0] is None else cutoffs[0]
+    ham = scoring.ham_cutoff if cutoffs[1] is None else cutoffs[1]
+    if not 0 < ham < spam < 1:
+        raise CutoffError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
+    return "spam" if score >= spam else "ham" if score <= ham else "unsure"
+
+
+def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None)) -> Verdict:
+    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`, see `verdict_at`).
+
+    A model file that is a zip of another kind than spamnb writes (compressed members,
+    ZIP64) goes to numpy's loader instead.
+    """
+    from spamnb.tokens import Tokenizer
+
+    try:
+        model = OneModel(path)
+    except npzview.NotPlain:
+        from spamnb import store
+
+        full = store.load(path, scoring_only=True)
+        lo = full.explain(Tokenizer(full.tokens)(data)).log_odds
+        p = full.scoring.probability(lo)
+        return Verdict(lo, p, verdict_at(full.scoring, p, cutoffs))
+    lo = model.log_odds(Tokenizer(model.tokens)(data))
+    p = model.scoring.probability(lo)
+    return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs))

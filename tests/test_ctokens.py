@@ -1,0 +1,215 @@
+"""The compiled word scanner (spamnb/_ctokens.c) against the pure-Python tokeniser.
+
+It reads untrusted mail, so hypothesis feeds both the same arbitrary bytes, NULs,
+invalid UTF-8, huge lines, broken and deep MIME and text in every charset the
+tokeniser decodes, and the tokens must be the same.  `make fuzz` runs the same
+comparison on far more inputs under AddressSanitizer (bench/fuzz_ctokens.py)."""
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from spamnb import tokens
+from spamnb.tokens import Tokenizer, TokenSettings, stopword_set
+from tests.conftest import raw_mail, use_scanner
+
+REPO = Path(__file__).resolve().parent.parent
+
+needs_scanner = pytest.mark.skipif(tokens.SCANNER is None, reason="compiled word scanner not built, or SPAMNB_PURE set")
+
+
+def both(options: TokenSettings) -> tuple[Tokenizer, Tokenizer]:
+    """A tokeniser with the compiled scanner and one on the pure path."""
+    with use_scanner("compiled"):
+        compiled = Tokenizer(options)
+    with use_scanner("pure"):
+        pure = Tokenizer(options)
+    assert compiled._scan is not None and pure._scan is None
+    return compiled, pure
+
+
+def test_the_scanner_is_built_wherever_a_compiler_and_headers_are() -> None:
+    """`pip install` builds the extension when it can: a silent fall-back to the pure path would hide here."""
+    headers = Path(sysconfig.get_paths()["include"], "Python.h")
+    if os.environ.get("SPAMNB_PURE") or not (shutil.which("gcc") or shutil.which("cc")) or not headers.exists():
+        pytest.skip("pure path chosen, or nothing to build the extension with")
+    assert tokens.SCANNER is not None
+
+
+def test_spamnb_pure_selects_the_pure_path() -> None:
+    code = "from spamnb import tokens; print(tokens.SCANNER is None, tokens.Tokenizer()._scan is None)"
+    env = {**os.environ, "SPAMNB_PURE": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
+    assert done.stdout.split() == ["True", "True"]
+
+
+@needs_scanner
+def test_bad_arguments_are_python_errors() -> None:
+    with pytest.raises(TypeError):
+        tokens.SCANNER(b"bytes", 2, 40, None)
+    with pytest.raises(TypeError):
+        tokens.SCANNER("text", 2, 40, ["a", "list"])
+    with pytest.raises(ValueError):
+        tokens.SCANNER("text", 0, 40, None)
+    with pytest.raises(ValueError):
+        tokens.SCANNER("text", 5, 4, None)
+
+
+# Characters of every kind: letters and digits of many scripts, the joiners, `_`, white
+# space, NUL, surrogates (undecodable header bytes arrive as surrogate escapes), CJK.
+ANY_CHAR = st.characters(exclude_categories=())
+WORDISH = st.sampled_from(["a", "Z", "9", "é", "ß", "İ", "Σ", "ς", "ǅ", "٣", "²", "Ⅻ", "ﬁ", "中文", "ｶﾅ", "'", ".", "-", "_", " ", "\x00", "\n", "\udcff"])
+TEXT = st.one_of(st.text(ANY_CHAR, max_size=200), st.lists(st.one_of(WORDISH, st.text(ANY_CHAR, max_size=3)), max_size=60).map("".join))
+SETTINGS = st.builds(
+    TokenSettings,
+    lowercase=st.booleans(),
+    stopwords=st.booleans(),
+    min_len=st.integers(1, 4),
+    max_len=st.integers(4, 45),
+    ngram=st.integers(1, 3),
+    header_tokens=st.booleans(),
+    max_bytes=st.just(1 << 20),
+)
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(TEXT, SETTINGS)
+@example("don't e-mail me at x.example.com 192.0.2.1 -- a.b. 'quoted' " + "y" * 41, TokenSettings())
+@example("ΣΑΣ İstanbul ﬁne Straße ǅemal", TokenSettings(lowercase=True))
+@example("中文字符和日本語のテキスト abc", TokenSettings())
+def test_words_of_any_text_are_the_pure_words(text: str, options: TokenSettings) -> None:
+    compiled, pure = both(options)
+    assert compiled.words(text) == pure.words(text)
+
+
+@needs_scanner
+@settings(max_examples=500, deadline=None)
+@given(TEXT, st.text(ANY_CHAR, max_size=12), st.booleans(), st.integers(1, 3), st.integers(3, 12))
+def test_a_prefix_goes_before_each_kept_word(text: str, prefix: str, stop: bool, lo: int, hi: int) -> None:
+    stops = stopword_set() if stop else None
+    bare = tokens.SCANNER(text, lo, hi, stops)
+    kept = [w for w in bare if not w.startswith("skip:")]
+    assert tokens.SCANNER(text, lo, hi, stops, prefix) == [prefix + w for w in kept] + bare[len(kept) :]
+
+
+MIME_PIECES = st.sampled_from(
+    [
+        b"Subject: ",
+        b"Received: from a.example.com (b.example.net [192.0.2.1]) by c.example.org\n",
+        b"Content-Type: text/html; charset=",
+        b"Content-Type: text/plain; charset=",
+        b"Content-Type: multipart/mixed; boundary=b\n",
+        b"Content-Transfer-Encoding: base64\n",
+        b"Content-Transfer-Encoding: quoted-printable\n",
+        b"--b\n",
+        b"--b--\n",
+        b"=?utf-8?b?",
+        b"=?iso-2022-jp?b?GyRCJEskWyRzGyhC?=",
+        b"=?x-bad?q?=E9",
+        b"?=",
+        b"\n",
+        b"\r\n",
+        b"\x00",
+        b"<script>",
+        b"<a href='http://x.example.com/p'>",
+        b"&#x110000;&nbsp;",
+        b"From ",
+        b"\xff\xfe",
+        b"\xc3\xa9\xe4\xb8\xad",
+        b"\xe9\x80",
+        b"=E9",
+        b"\t",
+        b"utf-8\n",
+        b"koi8-r\n",
+        b"shift_jis\n",
+    ]
+)
+MAIL_BYTES = st.one_of(st.binary(max_size=400), st.lists(st.one_of(MIME_PIECES, st.binary(max_size=8)), max_size=40).map(b"".join))
+
+
+@needs_scanner
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MAIL_BYTES, SETTINGS)
+def test_any_bytes_tokenise_as_the_pure_path_does(data: bytes, options: TokenSettings) -> None:
+    compiled, pure = both(options)
+    assert compiled(data) == pure(data)
+
+
+# Every charset family the tokeniser decodes: the 8-bit charsets it has patterns for,
+# other 8-bit ones, multi-byte CJK ones, UTF-16/32, a stateful one, and names it
+# does not know or cannot use (they fall back to UTF-8, cp1252, Latin-1).
+CHARSETS = [
+    "us-ascii", "utf-8", "iso-8859-1", "windows-1252", "iso-8859-2", "iso-8859-5", "iso-8859-7", "iso-8859-15",
+    "koi8-r", "windows-1251", "windows-1256", "cp437", "gb2312", "gbk", "gb18030", "big5", "shift_jis", "euc-jp",
+    "iso-2022-jp", "euc-kr", "utf-16", "utf-32", "utf-7", "idna", "x-unknown",
+]
+
+
+@needs_scanner
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(CHARSETS), st.text(ANY_CHAR, max_size=120), st.sampled_from(["8bit", "base64", "quoted-printable"]), st.booleans())
+def test_text_in_every_charset_tokenises_as_the_pure_path_does(charset: str, text: str, cte: str, html: bool) -> None:
+    try:
+        body = text.encode(charset, errors="replace")
+    except (LookupError, UnicodeError):  # a name it does not know, a codec that takes no error handler
+        body = text.encode("utf-8", errors="surrogatepass")
+    if cte == "base64":
+        body = base64.encodebytes(body)
+    elif cte == "quoted-printable":
+        import quopri
+
+        body = quopri.encodestring(body)
+    subtype = "html" if html else "plain"
+    subject = base64.b64encode(body[:60]).decode()
+    mail = raw_mail(
+        f"Subject: =?{charset}?b?{subject}?=\nContent-Type: text/{subtype}; charset={charset}\nContent-Transfer-Encoding: {cte}",
+        body,
+    )
+    compiled, pure = both(TokenSettings())
+    assert compiled(mail) == pure(mail)
+
+
+HUGE = 1 << 20
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"a" * HUGE,  # one word a megabyte long: one skip token
+        b"ab." * (HUGE // 3),  # one dotted word, joined all the way
+        b"a-" * (HUGE // 2),
+        b"'" * HUGE,  # joiners and nothing to join
+        b"\x00" * HUGE,
+        b"\xff\xfe" * (HUGE // 2),  # invalid UTF-8 all the way
+        "é".encode() * (HUGE // 2),
+        "中".encode() * (HUGE // 3),  # one CJK run: a megabyte of bigrams
+        b"x " * (HUGE // 2),  # a word of one letter after another
+        b"word " * (HUGE // 5),
+    ],
+    ids=["letters", "dotted", "hyphened", "apostrophes", "nuls", "bad-utf8", "latin", "cjk", "one-letter", "words"],
+)
+def test_huge_lines_tokenise_as_the_pure_path_does(body: bytes) -> None:
+    mail = raw_mail("Subject: huge\nContent-Type: text/plain; charset=utf-8", body)
+    for options in (TokenSettings(), TokenSettings(min_len=1, max_len=3, stopwords=True)):
+        compiled, pure = both(options)
+        assert compiled(mail) == pure(mail)
+
+
+@needs_scanner
+@pytest.mark.parametrize("depth", [3, 199, 500])
+def test_deep_mime_tokenises_as_the_pure_path_does(depth: int) -> None:
+    head = "".join(f"Content-Type: multipart/mixed; boundary=b{i}\n\n--b{i}\n" for i in range(depth))
+    mail = head.encode() + b"Content-Type: text/plain\n\ndeep down w\xc3\xb6rds here\n" + b"".join(f"--b{i}--\n".encode() for i in reversed(range(depth)))
+    compiled, pure = both(TokenSettings())
+    assert compiled(mail) == pure(mail)
