@@ -59,6 +59,10 @@ def test_setup_is_make_demo_then_make_test() -> None:
 def test_quick_start_runs(home: Path) -> None:
     lines = commands(section("Quick start"))
     assert lines[0].startswith("spamnb train")
+    # unread mail in new/ is not learnt as ham: a spam waiting there stays unlearnt
+    spam = sorted((home / "Mail" / "Spam" / "cur").iterdir())[0]
+    (home / "Mail" / "INBOX" / "new" / "unread-spam").write_bytes(spam.read_bytes())
+    spam.unlink()
     outputs = {}
     for line in lines:
         done = run(line, home)
@@ -66,6 +70,11 @@ def test_quick_start_runs(home: Path) -> None:
         outputs[line] = done.stdout.decode()
     model = home / ".local" / "share" / "spamnb" / "model.npz"
     assert model.exists()
+    learnt = json.loads(run("spamnb inspect --json", home).stdout)["messages"]
+    assert learnt["ham"] == len(list((home / "Mail" / "INBOX" / "cur").iterdir()))
+    # the quick start and the cron line learn the same folders
+    cron = blocks("crontab")[0].strip().splitlines()[-1]
+    assert lines[0].split("train ", 1)[1] in cron
     # piped: id<TAB>verdict<TAB>score
     tsv = [row.split("\t") for row in outputs["spamnb classify ~/Mail/INBOX/new"].splitlines()]
     assert tsv and all(len(r) == 3 and r[1] in {"spam", "ham", "unsure"} and 0 <= float(r[2]) <= 1 for r in tsv)
