@@ -16,7 +16,7 @@ import numpy as np
 
 from spamnb import headers, nb
 from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_matrix
-from spamnb.model import Model, Scoring, fit_platt
+from spamnb.model import Model, Scoring, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings, field_ids
@@ -364,6 +364,7 @@ def cross_validate(
     fields = field_ids(vocab.tokens) if event.by_field else None
     odds = np.zeros(len(ids))
     probs = np.zeros(len(ids))
+    verdicts = [""] * len(ids)
     for fold in range(k):
         test = np.flatnonzero(folds == fold)
         if test.size == 0:
@@ -379,9 +380,11 @@ def cross_validate(
         # As `train` would: calibration fitted on the fold's own training messages only.
         fitted = calibrated(scoring, event, train, Flat.of_matrix(X[train_rows], fields), y[train_rows])
         probs[test] = fitted.probabilities(odds[test])
+        for row in test:
+            verdicts[row] = fitted.verdict(float(probs[row]))
     scored = [
-        Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
-        for i, label, lo, p in zip(ids, labels, odds, probs, strict=True)
+        Scored(i, label, float(lo), float(p), verdict)
+        for i, label, lo, p, verdict in zip(ids, labels, odds, probs, verdicts, strict=True)
     ]
     return scored, problems
 
@@ -514,9 +517,11 @@ def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used
 
 
 def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, jobs: int = 1) -> Scoring:
-    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages `flat`, y (by `jobs` processes)."""
+    """`scoring` with Platt scaling and the ham-loss floor fitted on held-out log-odds of
+    learnt messages `flat`, y (by `jobs` processes)."""
     y = np.asarray(y)
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
     odds = held_out_log_odds(event, counts, flat, y, jobs=jobs)
-    return scoring.replace(calibration=fit_platt(odds, y == nb.SPAM))
+    calibration = fit_platt(odds, y == nb.SPAM)
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration))

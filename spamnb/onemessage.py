@@ -14,7 +14,7 @@ import math
 from bisect import bisect_right
 from collections import Counter, namedtuple
 
-from spamnb import npzview
+from spamnb import journal, npzview
 from spamnb.npzview import ModelError
 from spamnb.sortedtokens import SortedTokens, blob_offsets
 from spamnb.tokens import TokenSettings, field_numbers
@@ -48,16 +48,18 @@ EDGES = bucket_edges()
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff", "spam_floor")
 
-    def __init__(self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float]) -> None:
+    def __init__(
+        self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float], spam_floor: float = 0.0
+    ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
-        self.spam_cutoff, self.ham_cutoff = spam_cutoff, ham_cutoff
+        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor"}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -67,13 +69,16 @@ class Scoring:
         alpha = DEFAULT_ALPHA[event] if alpha is None else float(alpha)
         spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
         a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
+        floor = float(data.get("spam_floor", 0.0))
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, not {alpha}")
         if not 0.0 <= ham <= spam <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {ham}, {spam}")
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
-        return cls(event, alpha, spam, ham, (a, b))
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"the spam floor is a probability, not {floor}")
+        return cls(event, alpha, spam, ham, (a, b), floor)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -85,7 +90,7 @@ class Scoring:
         return e / (1.0 + e)
 
     def verdict(self, score: float) -> str:
-        return "spam" if score >= self.spam_cutoff else "ham" if score <= self.ham_cutoff else "unsure"
+        return "spam" if score >= self.spam_cutoff and score > self.spam_floor else "ham" if score <= self.ham_cutoff else "unsure"
 
 
 class Counts2:
@@ -136,14 +141,46 @@ class OneModel:
             self.docs = [int(d) for d in docs.items()]
             if min(self.docs) < 0:
                 raise ValueError("negative counts")
+            self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
         except ModelError:
             raise
         except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
             raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+        self.identity = journal.identity(self._mm)
+        # Messages learnt since the model was last written (spamnb.journal): their counts are added.
+        self.journal = journal.read(path, self.identity)
+        self.docs = [max(d + j, 0) for d, j in zip(self.docs, self.journal.docs, strict=True)]
         self.n_features = n
         self._sums: dict[str, list[float]] = {}
+
+    def counts_of(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
+        None for a token neither the model nor its journal knows."""
+        tf, df, changes = self.tf, self.df, self.journal.tokens
+        out: list[list[int] | None] = []
+        for name, col in zip(names, self.vocab.lookup(names), strict=True):
+            delta = changes.get(name)
+            if col < 0:
+                out.append(None if delta is None else [max(d, 0) for d in delta])
+                continue
+            counts = [tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)]
+            out.append(counts if delta is None else [max(c + d, 0) for c, d in zip(counts, delta, strict=True)])
+        return out
+
+    def learnt_class(self, digest: bytes) -> int | None:
+        """The class a message of this digest was learnt as (None: never), journal first."""
+        if digest in self.journal.learnt:
+            return self.journal.learnt[digest]
+        mm, at, lo, hi = self._mm, self._learnt_at, 0, len(self._learnt_class)
+        while lo < hi:  # the digests are saved sorted
+            mid = (lo + hi) >> 1
+            if mm[at + 16 * mid : at + 16 * mid + 16] < digest:
+                lo = mid + 1
+            else:
+                hi = mid
+        return int(self._learnt_class[lo]) if lo < len(self._learnt_class) and mm[at + 16 * lo : at + 16 * lo + 16] == digest else None
 
     def check_trained(self) -> None:
         missing = [CLASSES[c] for c in (HAM, SPAM) if self.docs[c] == 0]
@@ -155,33 +192,33 @@ class OneModel:
         self.check_trained()
         distinct = Counter(tokens)
         names = list(distinct)
-        cols = self.vocab.lookup(names)
+        counts = self.counts_of(names)
         if self.scoring.event == "fisher":
-            return self.fisher(names, cols)
-        return self.linear(cols, list(distinct.values()))
+            return self.fisher(names, counts)
+        return self.linear(counts, list(distinct.values()))
 
-    def shares(self, cols: list[int], least: int) -> list[float]:
+    @staticmethod
+    def shares(counts: list[list[int]], least: int) -> list[float]:
         """Per entry, 1/k where k entries share its duplicate key (nb.duplicate_shares)."""
-        df = self.df
         keys = []
-        for col in cols:
-            h, s = df.at(HAM, col), df.at(SPAM, col)
+        for c in counts:
+            h, s = c[2], c[3]
             keys.append((bisect_right(EDGES, h), bisect_right(EDGES, s)) if least > 0 and h + s >= least else None)
         sizes = Counter(k for k in keys if k is not None)
         return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
 
-    def fisher(self, names: list[str], cols: list[int]) -> float:
+    def fisher(self, names: list[str], counts: list[list[int] | None]) -> float:
         """Robinson's f per token, combined by Fisher's method per field (nb.Fisher, nb.fisher_by_field)."""
         alpha, x = self.scoring.alpha, FISHER_X
         fields = field_numbers(names)
         counted = [i for i, f in enumerate(fields) if f >= 0]
-        known = [i for i in counted if cols[i] >= 0]
+        known = [i for i in counted if counts[i] is not None]
         docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
         unknown_row = (math.log(x), math.log1p(-x))
-        weights = self.shares([cols[i] for i in known], DUPLICATE_MIN["fisher"])
+        weights = self.shares([counts[i] for i in known], DUPLICATE_MIN["fisher"])  # type: ignore[misc]
         entries = []  # (weight, ln f, ln(1 - f), field): known tokens, then unknown ones
         for i, w in zip(known, weights, strict=True):
-            h, s = self.df.at(HAM, cols[i]), self.df.at(SPAM, cols[i])
+            _, _, h, s = counts[i]  # type: ignore[misc]
             n = h + s
             if n > 0:
                 share_h, share_s = h / docs_h, s / docs_s
@@ -189,7 +226,7 @@ class OneModel:
                 entries.append((w, math.log(f), math.log1p(-f), fields[i]))
             else:
                 entries.append((w, *unknown_row, fields[i]))
-        entries += [(1.0, *unknown_row, fields[i]) for i in counted if cols[i] < 0]
+        entries += [(1.0, *unknown_row, fields[i]) for i in counted if counts[i] is None]
         plain = [sum(w * e[k] for w, *e in entries) for k in (0, 1)]
         plain_n = sum(e[0] for e in entries)
         per_field: dict[int, float] = {}
@@ -206,53 +243,72 @@ class OneModel:
         out = logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
         return out + FISHER_MEAN_WEIGHT * (plain[0] - plain[1]) / max(plain_n, 1.0)
 
-    def linear(self, cols: list[int], counts: list[int]) -> float:
+    def linear(self, counts: list[list[int] | None], occurrences: list[int]) -> float:
         """x . w + b over the known tokens (nb.Multinomial, nb.Bernoulli)."""
         event, alpha = self.scoring.event, self.scoring.alpha
-        known = [i for i, c in enumerate(cols) if c >= 0]
-        weights = self.shares([cols[i] for i in known], DUPLICATE_MIN[event])
+        known = [i for i, c in enumerate(counts) if c is not None]
+        weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
         docs = self.docs
         b = (math.log(docs[SPAM]) - math.log(sum(docs))) - (math.log(docs[HAM]) - math.log(sum(docs)))
         if event == "multinomial":
-            counts_of = self.df if MULTINOMIAL_BOOLEAN else self.tf
-            totals = [t + alpha * self.n_features for t in self.class_sums("multinomial")]
+            at = 2 if MULTINOMIAL_BOOLEAN else 0  # message frequencies, or token occurrences
+            totals = [t + alpha * self.vocabulary_size() for t in self.class_sums("multinomial")]
 
-            def weight(col: int) -> float:
-                h, s = counts_of.at(HAM, col), counts_of.at(SPAM, col)
+            def weight(c: list[int]) -> float:
+                h, s = c[at], c[at + 1]
                 return (math.log(s + alpha) - math.log(totals[SPAM])) - (math.log(h + alpha) - math.log(totals[HAM]))
 
-            x = [1.0 if MULTINOMIAL_BOOLEAN else float(counts[i]) for i in known]
+            x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
         else:
             denom = [d + 2 * alpha for d in docs]
 
-            def per_class(cls: int, col: int) -> float:
-                d = self.df.at(cls, col)
+            def per_class(cls: int, d: int) -> float:
                 return (math.log(d + alpha) - math.log(denom[cls])) - (math.log(denom[cls] - d - alpha) - math.log(denom[cls]))
 
-            def weight(col: int) -> float:
-                return per_class(SPAM, col) - per_class(HAM, col)
+            def weight(c: list[int]) -> float:
+                return per_class(SPAM, c[3]) - per_class(HAM, c[2])
 
             absent = self.class_sums("bernoulli")
             b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
             x = [1.0] * len(known)
-        return sum(xi * w * weight(cols[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b
+        return sum(xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b  # type: ignore[arg-type]
+
+    def journal_tokens(self) -> list[tuple[list[int], list[int], bool]]:
+        """Per token of the journal: its counts in the model, with the journal's, and whether the model has it."""
+        names = list(self.journal.tokens)
+        tf, df = self.tf, self.df
+        out = []
+        for col, now in zip(self.vocab.lookup(names), self.counts_of(names), strict=True):
+            base = [tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else [0, 0, 0, 0]
+            out.append((base, now, col >= 0))  # type: ignore[arg-type]
+        return out
+
+    def vocabulary_size(self) -> int:
+        """Tokens of the model and its journal: what a loaded model's vocabulary holds."""
+        return self.n_features + sum(not known for _, _, known in self.journal_tokens()) if self.journal else self.n_features
 
     def class_sums(self, event: str) -> list[float]:
         """Per class, what the linear models sum over the whole vocabulary: the multinomial's
         token total, the Bernoulli's sum of log(1 - p) (the score of an empty message)."""
-        if event not in self._sums:
-            if event == "multinomial":
-                counts = self.df if MULTINOMIAL_BOOLEAN else self.tf
-                self._sums[event] = [float(sum(counts.row(c))) for c in (HAM, SPAM)]
-            else:
-                alpha = self.scoring.alpha
-                out = []
-                for c in (HAM, SPAM):
-                    denom = self.docs[c] + 2 * alpha
-                    # One log1p per distinct count, not per token: a Counter of the row runs in C.
-                    out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in Counter(self.df.row(c)).items()))
-                self._sums[event] = out
-        return self._sums[event]
+        if event in self._sums:
+            return self._sums[event]
+        changed = self.journal_tokens() if self.journal else []
+        if event == "multinomial":
+            counts, at = (self.df, 2) if MULTINOMIAL_BOOLEAN else (self.tf, 0)
+            out = [float(sum(counts.row(c)) + sum(now[at + c] - base[at + c] for base, now, _ in changed)) for c in (HAM, SPAM)]
+        else:
+            alpha = self.scoring.alpha
+            out = []
+            for c in (HAM, SPAM):
+                denom = self.docs[c] + 2 * alpha
+                # One log1p per distinct count, not per token: a Counter of the row runs in C.
+                values = Counter(self.df.row(c))
+                for base, now, known in changed:
+                    values[base[2 + c]] -= known
+                    values[now[2 + c]] += 1
+                out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in values.items() if k))
+        self._sums[event] = out
+        return out
 
 
 def logaddexp(a: float, b: float) -> float:
@@ -315,7 +371,7 @@ def verdict_at(scoring: Scoring, score: float, cutoffs: tuple[float | None, floa
     ham = scoring.ham_cutoff if cutoffs[1] is None else cutoffs[1]
     if not 0 < ham < spam < 1:
         raise CutoffError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
-    return "spam" if score >= spam else "ham" if score <= ham else "unsure"
+    return "spam" if score >= spam and score > scoring.spam_floor else "ham" if score <= ham else "unsure"
 
 
 def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None)) -> Verdict:

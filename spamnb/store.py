@@ -23,13 +23,13 @@ import mmap
 import os
 import re
 import zlib
-from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
 
-from spamnb import nb
+from spamnb import journal, nb
 from spamnb.features import SortedTokens, Vocabulary, token_offsets
+from spamnb.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
 from spamnb.model import Model, Scoring
 from spamnb.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,
@@ -102,25 +102,7 @@ def save(model: Model, path: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-
-
-def temp_prefix(path: str) -> str:
-    """Temporary files of one model's saves: `.MODEL.spamnb-XXXX.tmp` beside it."""
-    return f".{os.path.basename(path)}.spamnb-"
-
-
-def remove_stale_temporaries(path: str) -> None:
-    """Delete what saves of this model killed part way (kill -9, power loss) left behind.
-
-    Called under the model's lock: no save of this model is under way, so every one
-    of its temporary files is stale.  Other models' files have other prefixes.
-    """
-    folder, prefix = os.path.dirname(path), temp_prefix(path)
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+    journal.remove(path)  # its changes are in the model now, renamed into place for good (saves are under the lock)
 
 
 def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
@@ -154,11 +136,61 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
             mapped = None
         if mapped is not None:
             return mapped
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError as err:
+        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
+    except IsADirectoryError as err:
+        raise ModelError(f"{path}: a folder, not a spamnb model file") from err
+    except OSError as err:
+        raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
+    with file:
+        ident = file_identity(file)
+        arrays = read_arrays(path, file)
+    return with_journal(from_arrays(arrays, path, growable), path, ident)
+
+
+def file_identity(file: BinaryIO) -> bytes:
+    """journal.identity of an open model file (b"" for one that cannot be mapped, e.g. empty)."""
+    try:
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return journal.identity(mm)
+    except (OSError, ValueError):
+        return b""
+
+
+def with_journal(model: Model, path: str, ident: bytes) -> Model:
+    """The model with the changes of its journal (spamnb.journal) added: counts of the
+    tokens it learnt or forgot (new ones join the vocabulary), messages, digests."""
+    changes = journal.read(path, ident)
+    if not changes:
+        return model
+    vocab = model.learnable()
+    cols = np.asarray(vocab.grow(list(changes.tokens)), dtype=np.int64)
+    counts = model.counts
+    counts.grow(len(vocab))
+    if cols.size:
+        delta = np.array(list(changes.tokens.values()), dtype=np.int64).reshape(-1, 4)
+        for cls in (nb.HAM, nb.SPAM):
+            # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.add).
+            counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
+            counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
+    counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)
+    for digest, cls in changes.learnt.items():
+        if cls is None:
+            model.learnt.pop(digest, None)
+        else:
+            model.learnt[digest] = cls
+    return model
+
+
+def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
+    """The model's arrays from an open file, checked to be what a model file holds."""
     import zipfile  # np.load imports it anyway; here for BadZipFile
 
     try:
-        check_magic(path)
-        npz = np.load(path, allow_pickle=False)
+        check_magic(path, file)
+        npz = np.load(file, allow_pickle=False)
         if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
             raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
         with npz:
@@ -178,16 +210,14 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
     except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
-    return from_arrays(arrays, path, growable)
+    return arrays
 
 
-def check_magic(path: str) -> None:
+def check_magic(path: str, file: BinaryIO) -> None:
     """Refuse what is neither a zip archive nor a .npy array by its first bytes, naming
     what it seems to be (`-m ~/Mail/archive.mbox`): numpy would suggest `allow_pickle`."""
-    if os.path.isdir(path):
-        raise ModelError(f"{path}: a folder, not a spamnb model file")
-    with open(path, "rb") as file:
-        head = file.read(64)
+    head = file.read(64)
+    file.seek(0)
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
         return
     if not head:
@@ -273,6 +303,8 @@ def load_mapped(path: str) -> Model | None:
     with file:
         mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         directory = zip_directory(mm)
+        if journal.read(path, journal.identity(mm)):
+            return None  # the full loader adds the journal's changes to copies of the counts
         names = [*REQUIRED, "offsets"]
         if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
             return None
@@ -327,23 +359,6 @@ def load_mapped(path: str) -> Model | None:
         )
     except (ValueError, TypeError, UnicodeDecodeError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({err})") from err
-
-
-@contextlib.contextmanager
-def locked(path: str) -> Iterator[None]:
-    """Hold an exclusive lock beside the model, so concurrent learners serialise."""
-    path = os.path.realpath(path)  # one lock for every symlink to a model
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    import fcntl
-
-    with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            remove_stale_temporaries(path)
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 def empty_model(tokens: TokenSettings, scoring: Scoring) -> Model:

@@ -21,8 +21,13 @@ def run(*args: str | Path, stdin: bytes | None = None) -> Result:
     return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
 
 
-def verdict(score: float, spam: float, ham: float) -> str:
-    return "spam" if score >= spam else "ham" if score <= ham else "unsure"
+def verdict(score: float, spam: float, ham: float, floor: float = 0.0) -> str:
+    """The verdict rule: spam also needs P above the model's fitted spam floor."""
+    return "spam" if score >= spam and score > floor else "ham" if score <= ham else "unsure"
+
+
+def floor_of(model: Path) -> float:
+    return json.loads(run("inspect", "-m", model, "--json").stdout)["scoring"]["spam_floor"]
 
 
 @pytest.fixture(scope="module")
@@ -58,23 +63,25 @@ def test_train_stores_the_cutoffs_and_classify_uses_them(model: Path) -> None:
     assert (info["scoring"]["spam_cutoff"], info["scoring"]["ham_cutoff"]) == (0.7, 0.3)
     rows = scored(model)
     assert {r["verdict"] for r in rows} >= {"spam", "ham"}
-    assert all(r["verdict"] == verdict(r["score"], 0.7, 0.3) for r in rows)
+    assert all(r["verdict"] == verdict(r["score"], 0.7, 0.3, floor_of(model)) for r in rows)
 
 
 def test_classify_cutoffs_hold_for_one_run_only(model: Path) -> None:
+    floor = floor_of(model)
     rows = scored(model, "--spam-cutoff", "0.55", "--ham-cutoff", "0.45")
-    assert all(r["verdict"] == verdict(r["score"], 0.55, 0.45) for r in rows)
+    assert all(r["verdict"] == verdict(r["score"], 0.55, 0.45, floor) for r in rows)
     # a score between the two settings proves the options changed a verdict
-    assert any(verdict(r["score"], 0.55, 0.45) != verdict(r["score"], 0.7, 0.3) for r in rows)
+    assert any(verdict(r["score"], 0.55, 0.45, floor) != verdict(r["score"], 0.7, 0.3, floor) for r in rows)
     info = json.loads(run("inspect", "-m", model, "--json").stdout)
     assert (info["scoring"]["spam_cutoff"], info["scoring"]["ham_cutoff"]) == (0.7, 0.3)
-    assert all(r["verdict"] == verdict(r["score"], 0.7, 0.3) for r in scored(model))
+    assert all(r["verdict"] == verdict(r["score"], 0.7, 0.3, floor) for r in scored(model))
 
 
 @pytest.mark.parametrize("click_path", [False, True])
 def test_pipe_takes_the_cutoffs(model: Path, click_path: bool) -> None:
-    # the message scored nearest 0.5, so that a cut-off either side of it is valid
-    row = min(scored(model), key=lambda r: abs(r["score"] - 0.5))
+    # a message above the spam floor, so that a cut-off either side of it decides
+    floor = floor_of(model)
+    row = min((r for r in scored(model) if floor + 0.001 < r["score"] < 0.998), key=lambda r: r["score"])
     message, score = Path(row["id"]).read_bytes(), row["score"]
     for spam_cutoff, expected in ((score - 0.001, "spam"), (score + 0.001, "unsure")):
         args = ["classify", "--pipe", "-m", str(model), "--spam-cutoff", f"{spam_cutoff:.6f}", "--ham-cutoff", "0.01"]
@@ -128,9 +135,9 @@ def test_eval_shows_both_sides_of_the_sweep() -> None:
     assert (result["spam_cutoff"], result["ham_cutoff"]) == (0.85, 0.15)
     spam_side, ham_side = result["sweep"]["spam_cutoff"], result["sweep"]["ham_cutoff"]
     assert 0.85 in [r["cutoff"] for r in spam_side] and 0.15 in [r["cutoff"] for r in ham_side]
-    # the sweep's row at the cut-off in use is the confusion the verdicts gave
+    # the verdicts flag no more than the cut-off in use alone would (each fold's spam floor may hold some back)
     [at] = [r for r in spam_side if r["cutoff"] == 0.85]
-    assert (at["ham_lost"], at["spam_missed"]) == (result["false_positives"], result["false_negatives"])
+    assert at["ham_lost"] >= result["false_positives"] and at["spam_missed"] <= result["false_negatives"]
     # more ham passes as the ham cut-off rises, and more spam slips through with it
     assert [r["ham_not_passed"] for r in ham_side] == sorted((r["ham_not_passed"] for r in ham_side), reverse=True)
     assert [r["spam_passed_as_ham"] for r in ham_side] == sorted(r["spam_passed_as_ham"] for r in ham_side)
