@@ -72,8 +72,9 @@ def model_option(required_default: bool = True) -> Callable[[F], F]:
         "-m",
         "--model",
         "model_path",
-        # No dir_okay=False: a usage error (exit 2) would not pass `--pipe` mail through.
-        type=click.Path(),
+        # Not checked here (dir_okay, readable): a usage error (exit 2) would not pass `--pipe`
+        # mail through, and a model that cannot be read is exit 3 (store names why).
+        type=click.Path(readable=False),
         default=default_path if required_default else None,
         show_default="$SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz" if required_default else False,
         help="Model file.",
@@ -389,7 +390,7 @@ def classify_batch(
 
 
 @cli.command(name="eval")
-@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), default=None, help="Evaluate this model instead of cross-validating.")
+@click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
 @click.option("--folds", type=click.IntRange(2), default=None, metavar="K", help="Cross-validation folds, 2 or more. [default: 5]")
 @click.option(

@@ -146,6 +146,8 @@ class OneModel:
             self.scoring = Scoring.from_json(a["scoring"].text())
         except ModelError:
             raise
+        except RecursionError as err:
+            raise ModelError(f"{path}: damaged spamnb model (settings nested too deeply)") from err
         except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
             raise ModelError(f"{path}: damaged spamnb model ({err})") from err
         self.identity = journal.identity(self._mm)
@@ -160,7 +162,11 @@ class OneModel:
         None for a token neither the model nor its journal knows."""
         tf, df, changes = self.tf, self.df, self.journal.tokens
         out: list[list[int] | None] = []
-        for name, col in zip(names, self.vocab.lookup(names), strict=True):
+        try:
+            cols = self.vocab.lookup(names)
+        except ValueError as err:  # sortedtokens.OffsetError
+            raise ModelError(f"{self.path}: damaged spamnb model ({err})") from err
+        for name, col in zip(names, cols, strict=True):
             delta = changes.get(name)
             if col < 0:
                 out.append(None if delta is None else [max(d, 0) for d in delta])

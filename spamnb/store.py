@@ -19,6 +19,7 @@ would be 2.4 MB but take 4x longer to open and lose the mapping.
 from __future__ import annotations
 
 import contextlib
+import math
 import mmap
 import os
 import re
@@ -27,7 +28,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from spamnb import journal, nb
+from spamnb import journal, modelcheck, nb
 from spamnb.features import SortedTokens, Vocabulary, token_offsets
 from spamnb.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
 from spamnb.model import Model, Scoring
@@ -39,6 +40,7 @@ from spamnb.npzview import (  # Member and default_path: this module's names bef
     Member,  # noqa: F401
     ModelError,
     default_path,  # noqa: F401
+    open_model,
     zip_directory,
 )
 from spamnb.tokens import TokenSettings
@@ -126,6 +128,7 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     with it the vocabulary becomes a dictionary that training can extend.  With
     `scoring_only` the file is mapped, not read: counts are read-only views, the
     learnt digests are left unread, and the model cannot be saved (the pipe path).
+    Either way every header is checked before any data is read (see modelcheck).
     """
     if scoring_only and not growable:
         try:
@@ -136,17 +139,19 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
             mapped = None
         if mapped is not None:
             return mapped
+    import zipfile  # off the pipe's start-up (see zip_directory)
+
     try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError as err:
-        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    except IsADirectoryError as err:
-        raise ModelError(f"{path}: a folder, not a spamnb model file") from err
-    except OSError as err:
+        with open_model(path) as file:
+            ident = file_identity(file)
+            arrays = read_arrays(path, file)
+    except ModelError:
+        raise
+    except (ValueError, TypeError, KeyError, EOFError, MemoryError, RecursionError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
+        # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
-    with file:
-        ident = file_identity(file)
-        arrays = read_arrays(path, file)
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the model ({err.strerror or err})") from err
     return with_journal(from_arrays(arrays, path, growable), path, ident)
 
 
@@ -184,50 +189,79 @@ def with_journal(model: Model, path: str, ident: bytes) -> Model:
     return model
 
 
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
+NPY_MAGIC = b"\x93NUMPY"
+
+
 def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
-    """The model's arrays from an open file, checked to be what a model file holds."""
-    import zipfile  # np.load imports it anyway; here for BadZipFile
+    """The model's arrays, each header checked before its data is read or inflated."""
+    import zipfile
 
-    try:
-        check_magic(path, file)
-        npz = np.load(file, allow_pickle=False)
-        if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
-            raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
-        with npz:
-            check_expansion(path, npz.zip.infolist())
-            missing = [k for k in REQUIRED if k not in npz.files]
-            if missing:
-                raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
-            check_identity(path, npz["format"], npz["version"])
-            arrays = {k: npz[k] for k in (*REQUIRED, "offsets") if k in npz.files}
-            strays = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]  # raw bytes: no .npy
-            if strays:
-                raise ModelError(f"{path}: not a spamnb model ({', '.join(strays)} not arrays)")
-    except ModelError:
-        raise
-    except FileNotFoundError as err:
-        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
-    except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
-        raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
-    return arrays
-
-
-def check_magic(path: str, file: BinaryIO) -> None:
-    """Refuse what is neither a zip archive nor a .npy array by its first bytes, naming
-    what it seems to be (`-m ~/Mail/archive.mbox`): numpy would suggest `allow_pickle`."""
     head = file.read(64)
+    if head.startswith(NPY_MAGIC):
+        raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
+    if head[:4] not in ZIP_MAGIC:
+        # `-m ~/Mail/archive.mbox`: say what it seems to be
+        mail = head.startswith(b"From ") or re.match(rb"[!-9;-~]+:", head)
+        raise ModelError(f"{path}: not a spamnb model ({'it holds mail, ' if mail else ''}not a zip archive)")
     file.seek(0)
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
-        return
-    if not head:
-        raise ModelError(f"{path}: not a spamnb model (an empty file)")
-    mail = head.startswith(b"From ") or re.match(rb"[!-9;-~]+:", head)
-    raise ModelError(f"{path}: not a spamnb model ({'it holds mail' if mail else 'not an .npz archive'}; -m names the model file)")
+    file_size = os.fstat(file.fileno()).st_size
+    with zipfile.ZipFile(file) as archive:
+        entries = {info.filename: info for info in archive.infolist()}
+        check_expansion(path, list(entries.values()))
+        missing = [k for k in REQUIRED if f"{k}.npy" not in entries]
+        if missing:
+            raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
+        names = [k for k in (*REQUIRED, "offsets") if f"{k}.npy" in entries]
+
+        def member(name: str) -> tuple[BinaryIO, modelcheck.Header]:
+            stream = archive.open(entries[f"{name}.npy"])
+            try:
+                return stream, modelcheck.read_header(stream, entries[f"{name}.npy"].file_size)
+            except BaseException:
+                stream.close()
+                raise
+
+        def read(name: str, header: modelcheck.Header, stream: BinaryIO) -> np.ndarray:
+            data = stream.read(header.nbytes)
+            if len(data) != header.nbytes or stream.read(1):
+                raise ValueError(f"{name} holds other than the {header.nbytes:,} bytes it declares")
+            count = math.prod(header.shape)
+            flat = np.frombuffer(data, dtype=header.dtype, count=count) if count else np.zeros(0, header.dtype)
+            return flat.reshape(header.shape, order="F" if header.fortran else "C")
+
+        # Format and version first: another version's layout may differ, and deserves "retrain".
+        identity = {}
+        for name in ("format", "version"):
+            stream, header = member(name)
+            with stream:
+                try:
+                    modelcheck.check_member(name, header)
+                except ValueError as err:
+                    raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+                identity[name] = read(name, header, stream)
+        check_identity(path, identity["format"], identity["version"])
+        headers, streams = {}, {}
+        try:
+            for name in names:
+                streams[name], headers[name] = member(name)
+            try:
+                modelcheck.check_headers(headers)
+            except ValueError as err:
+                raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+            try:
+                modelcheck.check_budget(headers, file_size)
+            except ValueError as err:
+                raise ModelError(f"{path}: not a spamnb model ({err})") from err
+            return {name: read(name, headers[name], streams[name]) for name in names}
+        finally:
+            for stream in streams.values():
+                stream.close()
 
 
 # We store members uncompressed; a foreign file may compress them, but one that would
 # inflate past this size at more than this ratio is a zip bomb, refused unread.
+# (modelcheck.check_budget bounds the whole load by the file's size.)
 MAX_INFLATED = 1 << 24
 MAX_RATIO = 50
 
@@ -247,60 +281,44 @@ def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
         raise ModelError(f"{path}: model format version {int(version[()])}, this spamnb reads version {VERSION}; retrain")
 
 
-def check_offsets(offsets: np.ndarray, blob_size: int) -> None:
-    if offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != blob_size + 1:
-        raise ValueError("token offsets do not fit the token blob")
-
-
-def check_shapes(n_tokens: int, tf: tuple[int, ...], df: tuple[int, ...], docs: tuple[int, ...], learnt: tuple[int, ...], learnt_class: tuple[int, ...]) -> None:
-    """Counts for every token of both classes, and one class for each 16-byte digest."""
-    if tf != (2, n_tokens) or df != tf or docs != (2,):
-        raise ValueError(f"count arrays of shapes {tf}, {df}, {docs} for {n_tokens} tokens")
-    if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
-        raise ValueError("learnt digests of the wrong shape")
-
-
 def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
+    """The model of arrays whose headers were checked (modelcheck.check_headers)."""
     try:
         blob = a["tokens"].tobytes()
-        offsets = a.get("offsets")
-        if offsets is not None:
-            check_offsets(offsets, len(blob))
-        vocab = SortedTokens(blob, offsets)
-        tf = a["tf"].astype(np.int64)
-        df = a["df"].astype(np.int64)
-        docs = a["docs"].astype(np.int64)
+        modelcheck.check_values(a, len(blob))
+        vocab = SortedTokens(blob, a.get("offsets"))
+        if len(vocab) != a["tf"].shape[1]:
+            raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
         learnt, learnt_class = a["learnt"], a["learnt_class"]
-        check_shapes(len(vocab), tf.shape, df.shape, docs.shape, learnt.shape, learnt_class.shape)
-        if (docs < 0).any() or (tf < 0).any() or (df < 0).any():
-            raise ValueError("negative counts")
         model = Model(
-            tokens=TokenSettings.from_json(str(a["settings"])),
-            scoring=Scoring.from_json(str(a["scoring"])),
+            tokens=TokenSettings.from_json(str(a["settings"][()])),
+            scoring=Scoring.from_json(str(a["scoring"][()])),
             vocab=vocab,
-            counts=nb.Counts(docs, tf, df),
+            counts=nb.Counts(a["docs"].astype(np.int64), a["tf"].astype(np.int64), a["df"].astype(np.int64)),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
         )
-    except (ValueError, TypeError, UnicodeDecodeError) as err:
-        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
     if growable:
         model.growable()
     return model
+
+
+def describe(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return "settings nested too deeply"
+    return str(err)
 
 
 def load_mapped(path: str) -> Model | None:
     """The model for scoring, from a memory map of the file; None when the file is not plain.
 
     Reads the zip directory and the small arrays; the token blob, offsets and counts
-    stay in the page cache and are touched only where a lookup goes.  Validation of
-    shapes and format is the same as `load`'s; anything unexpected (a compressed
-    member, an old file without offsets) returns None for the full loader.
+    stay in the page cache and are touched only where a lookup goes.  Headers, shapes
+    and values are checked as `load` checks them; anything unexpected (a compressed
+    member, an old file without offsets, signed counts) returns None for the full loader.
     """
-    try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below; the map outlives it
-    except FileNotFoundError as err:
-        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    with file:
+    with open_model(path) as file:
         mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         directory = zip_directory(mm)
         if journal.read(path, journal.identity(mm)):
@@ -308,57 +326,52 @@ def load_mapped(path: str) -> Model | None:
         names = [*REQUIRED, "offsets"]
         if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
             return None
-        spans = {}
+        headers, data_at = {}, {}
         for k in names:
             info = directory[f"{k}.npy"]
             fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
             if fields[0] != b"PK\x03\x04":
                 return None
             start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
+            if start + info.size > len(mm):
+                raise ModelError(f"{path}: damaged spamnb model ({k} runs past the end of the file)")
             # A damaged file must fail, not score: the members' checksums cost ~1 ms per MB.
             if zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
                 raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
             file.seek(start)
-            version = np.lib.format.read_magic(file)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
-            else:
-                return None
-            if dtype.hasobject:
-                return None
-            spans[k] = (file.tell(), shape, dtype, fortran)
+            try:
+                headers[k] = modelcheck.read_header(file, info.size)
+            except ValueError:
+                return None  # an .npy header numpy reads another way: the full loader decides
+            data_at[k] = start + headers[k].data_at
 
     def array(k: str) -> np.ndarray:
-        offset, shape, dtype, fortran = spans[k]
-        count = int(np.prod(shape)) if shape else 1
+        h = headers[k]
+        count = math.prod(h.shape)
         if count == 0:
-            return np.zeros(shape, dtype=dtype)
+            return np.zeros(h.shape, dtype=h.dtype)
         # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
-        return np.frombuffer(mm, dtype=dtype, count=count, offset=offset).reshape(shape, order="F" if fortran else "C")
+        return np.frombuffer(mm, dtype=h.dtype, count=count, offset=data_at[k]).reshape(h.shape, order="F" if h.fortran else "C")
 
-    check_identity(path, array("format"), array("version"))
     try:
-        offsets = array("offsets")
-        blob_at, blob_shape, _, _ = spans["tokens"]
-        check_offsets(offsets, blob_shape[0])
-        vocab = SortedTokens(mm, offsets, base=blob_at, size=blob_shape[0])  # type: ignore[arg-type]
-        tf, df = array("tf"), array("df")
-        docs = array("docs").astype(np.int64)
-        check_shapes(len(vocab), tf.shape, df.shape, docs.shape, spans["learnt"][1], spans["learnt_class"][1])
-        # Counts are saved unsigned; signed ones could be negative: the full loader checks them.
-        if tf.dtype.kind != "u" or df.dtype.kind != "u" or (docs < 0).any():
-            raise ValueError("negative or signed counts")
+        for k in ("format", "version"):
+            modelcheck.check_member(k, headers[k])
+        check_identity(path, array("format"), array("version"))
+        modelcheck.check_headers(headers)
+        if headers["tf"].dtype.kind != "u" or headers["df"].dtype.kind != "u":
+            return None  # signed counts: the full loader checks every one
+        arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
+        blob_size = headers["tokens"].shape[0]
+        modelcheck.check_values(arrays, blob_size)
         return Model(
-            tokens=TokenSettings.from_json(str(array("settings")[()])),
-            scoring=Scoring.from_json(str(array("scoring")[()])),
-            vocab=vocab,
-            counts=nb.Counts(docs, tf, df),
+            tokens=TokenSettings.from_json(str(arrays["settings"][()])),
+            scoring=Scoring.from_json(str(arrays["scoring"][()])),
+            vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
+            counts=nb.Counts(arrays["docs"].astype(np.int64), arrays["tf"], arrays["df"]),
             scoring_only=True,
         )
-    except (ValueError, TypeError, UnicodeDecodeError) as err:
-        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
 
 
 def empty_model(tokens: TokenSettings, scoring: Scoring) -> Model:

@@ -99,7 +99,7 @@ def test_a_mailbox_given_as_the_model_is_named_for_what_it_is(tmp_path: Path) ->
     for command in (["classify", SAMPLE / "ham.mbox"], ["inspect"], ["train", "--spam", SAMPLE / "spam.mbox"]):
         line = one_line_error(run(command[0], "-m", SAMPLE / "spam.mbox", *command[1:]), 3, "not a spamnb model", "it holds mail")
         assert "pickle" not in line
-    one_line_error(run("inspect", "-m", SAMPLE / "maildir/spam"), 3, "a folder, not a spamnb model")
+    one_line_error(run("inspect", "-m", SAMPLE / "maildir/spam"), 3, "not a spamnb model (not a regular file)")
     # the pipe too: the message passes through, one line says why
     message = make_mail()
     proc = subprocess.run([str(SPAMNB), "classify", "--pipe", "-m", str(SAMPLE / "spam.mbox")], input=message, capture_output=True, timeout=60)
