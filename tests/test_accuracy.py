@@ -222,7 +222,7 @@ def test_calibrated_needs_enough_of_both_classes():
     assert classifier.calibrated(s, s.event_model(), counts, classifier.Flat.of_matrix(X), np.array([0, 1])) is s
 
 
-@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", sorted(nb.EVENT_MODELS))
 def test_held_out_log_odds_on_flat_rows_match_the_matrix_path(event: str) -> None:
     """train's calibration scores each held-out message from flat arrays (no scipy); the
     same messages as a sparse matrix through fold_log_odds give the same log-odds."""
@@ -262,7 +262,7 @@ def whole_vocabulary_held_out(event: nb.EventModel, total: nb.Counts, flat: clas
     return odds
 
 
-@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", sorted(nb.EVENT_MODELS))
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_held_out_log_odds_over_the_folds_columns_equal_the_whole_vocabulary_ones(event: str, jobs: int) -> None:
     """Each fold's table covers only its messages' columns (and the folds run in `jobs`

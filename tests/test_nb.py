@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 
 from spamnb import classifier, nb, store
 from spamnb.features import Vocabulary, local_rows, rows_matrix
@@ -74,6 +74,37 @@ def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> N
     assert model.boolean
     jll = nb.joint_log_likelihood(model, counts_of(X, y), X_test)
     np.testing.assert_allclose(jll, reference.predict_joint_log_proba((X_test > 0).astype(np.float64)), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize("norm", [True, False])
+@pytest.mark.parametrize("boolean", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_complement_matches_scikit_learn(alpha: float, norm: bool, boolean: bool, seed: int) -> None:
+    X, y = random_counts(seed)
+    X_test, _ = random_counts(seed + 100, n=30)
+    binarised = (lambda m: (m > 0).astype(np.float64)) if boolean else (lambda m: m)
+    reference = ComplementNB(alpha=alpha, norm=norm).fit(binarised(X), y)
+    model = nb.Complement(alpha, boolean=boolean, norm=norm)
+    counts = counts_of(X, y)
+    np.testing.assert_allclose(model.feature_log_prob(counts), reference.feature_log_prob_, rtol=0, atol=1e-9)
+    cols = np.array([5, 0, 17])
+    np.testing.assert_allclose(model.feature_log_prob(counts, cols), reference.feature_log_prob_[:, cols], rtol=0, atol=1e-9)
+    for data in (X, X_test, X_test.toarray()):
+        jll = nb.joint_log_likelihood(model, counts, data)
+        np.testing.assert_allclose(jll, reference.predict_joint_log_proba(binarised(data)), rtol=0, atol=1e-9)
+        # scikit-learn counts every token on its own: no duplicate evidence rule (least=0)
+        np.testing.assert_allclose(nb.log_odds(model, counts, data, least=0), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+
+
+def test_unnormalised_complement_ranks_as_the_multinomial() -> None:
+    """Two classes: the complements' difference is the multinomial's weight vector, prior aside."""
+    X, y = random_counts(3)
+    counts = counts_of(X, y)
+    w_c, b_c = nb.Complement(0.5, norm=False).weights(counts)
+    w_m, b_m = nb.Multinomial(0.5).weights(counts)
+    np.testing.assert_allclose(w_c, w_m, rtol=0, atol=1e-12)
+    assert b_c == 0.0 and b_m != 0.0
 
 
 def test_counts_are_what_they_say() -> None:

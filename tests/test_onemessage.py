@@ -38,7 +38,8 @@ def test_the_event_models_parameters_are_nbs() -> None:
         fisher.power,
         fisher.mean_weight,
     ) == (onemessage.FISHER_X, onemessage.FISHER_INDEPENDENCE, onemessage.FISHER_POWER, onemessage.FISHER_MEAN_WEIGHT)
-    assert nb.Multinomial().boolean == onemessage.MULTINOMIAL_BOOLEAN
+    assert nb.Multinomial().boolean == onemessage.MULTINOMIAL_BOOLEAN == nb.Complement().boolean
+    assert nb.Complement().norm == onemessage.COMPLEMENT_NORM
     assert onemessage.DUPLICATE_STEP == nb.DUPLICATE_STEP
     assert nb.bucket_edges().tolist() == onemessage.EDGES
 
