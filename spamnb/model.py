@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamnb import nb
-from spamnb.features import GrowingSorted, SortedTokens, Vocabulary
+from spamnb import events, nb
+from spamnb.features import GrowingSorted, Rows, SortedTokens, Vocabulary
 from spamnb.tokens import TokenSettings, field_ids
 
 VERDICTS = ("ham", "unsure", "spam")
@@ -36,7 +36,7 @@ class ScoringFields(NamedTuple):
 class Scoring(ScoringFields):
     """How counts become a verdict; stored in the model as its defaults.
 
-    `alpha` None means the event model's measured default (nb.DEFAULT_ALPHA).
+    `alpha` None means the event model's measured default (its `default_alpha`).
     `calibration` (a, b) maps log-odds to P(spam) = 1 / (1 + exp(-(a log-odds + b))):
     Platt scaling, fitted when training on held-out log-odds (see `calibrate`), since
     raw naive Bayes and Fisher log-odds are far too sure of themselves.
@@ -46,7 +46,7 @@ class Scoring(ScoringFields):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Scoring:
         self = super().__new__(cls, *args, **kwargs)
-        nb.event_model(self.event, self.alpha)  # validates both
+        events.event_model(self.event, self.alpha)  # validates both
         if not 0.0 <= self.ham_cutoff <= self.spam_cutoff <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
         if not 0.0 <= self.spam_floor <= 1.0:
@@ -61,7 +61,7 @@ class Scoring(ScoringFields):
         return Scoring(**{**self._asdict(), **changes})
 
     def event_model(self) -> nb.EventModel:
-        return nb.event_model(self.event, self.alpha)
+        return events.event_model(self.event, self.alpha)
 
     def probability(self, log_odds: float) -> float:
         a, b = self.calibration
@@ -280,7 +280,7 @@ class Model:
         return self.scoring.event_model().weights(self.counts, cols)
 
     def table(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-        """What batch scoring multiplies the count rows by (nb.batch_log_odds)."""
+        """What scoring sums per token, and its constant (nb.EventModel.table)."""
         nb.check_trained(self.counts)
         return self.scoring.event_model().table(self.counts, cols)
 
@@ -303,7 +303,7 @@ class Model:
         # As batch scoring scores it: the table covers the message's known tokens only.
         local = np.where(known, np.cumsum(known) - 1, -1)
         fields = field_ids(list(distinct)) if event.by_field else None
-        log_odds = float(nb.flat_log_odds(event, table, b, local, counts, np.array([len(distinct)]), keys, fields)[0])
+        log_odds = float(event.log_odds(table, b, Rows(local, counts, np.array([len(distinct)]), fields), keys)[0])
         x = np.asarray(event.prepare(counts[known].astype(np.float64)), dtype=np.float64)
         # Tokens of a list server's fields carry nothing under Fisher (tokens.NOT_EVIDENCE).
         evidence = np.ones(len(cols), bool) if fields is None else fields[known] >= 0

@@ -1,9 +1,9 @@
 """One message scored without numpy: what `classify --pipe` runs once per mail.
 
-The same log-odds as batch classify (`nb.flat_log_odds` over the whole model), to
+The same log-odds as batch classify (`nb.EventModel.log_odds` over the whole model), to
 rounding: the message's few hundred distinct tokens are looked up in the mapped model
 file (`npzview`, `sortedtokens`) and scored in plain floats, Fisher by field (the
-chi-square tails summed in logs as `nb.log_chi2_tails` sums them), multinomial,
+chi-square tails summed in logs as `chi2.log_chi2_tails` sums them), multinomial,
 Bernoulli and complement as the dot product of their weights.  A bare interpreter with
 numpy imported was most of a piped message's time.
 """
@@ -21,8 +21,8 @@ from spamnb.tokens import TokenSettings, field_numbers
 
 HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
-# nb's event models as `nb.event_model(name, alpha)` makes them (tests/test_onemessage.py
-# holds these equal to nb's own).
+# The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
+# holds these equal to theirs).
 DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01, "complement": 0.01}
 DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10, "complement": 10}
 FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
@@ -215,7 +215,7 @@ class OneModel:
         return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
 
     def fisher(self, names: list[str], counts: list[list[int] | None]) -> float:
-        """Robinson's f per token, combined by Fisher's method per field (nb.Fisher, nb.fisher_by_field)."""
+        """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds)."""
         alpha, x = self.scoring.alpha, FISHER_X
         fields = field_numbers(names)
         counted = [i for i, f in enumerate(fields) if f >= 0]
@@ -251,7 +251,7 @@ class OneModel:
         return out + FISHER_MEAN_WEIGHT * (plain[0] - plain[1]) / max(plain_n, 1.0)
 
     def linear(self, counts: list[list[int] | None], occurrences: list[int]) -> float:
-        """x . w + b over the known tokens (nb.Multinomial, nb.Bernoulli)."""
+        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli)."""
         event, alpha = self.scoring.event, self.scoring.alpha
         known = [i for i, c in enumerate(counts) if c is not None]
         weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
@@ -283,7 +283,7 @@ class OneModel:
         return sum(xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b  # type: ignore[arg-type]
 
     def complement_weight(self, occurrences: list[int], known: list[int]) -> tuple[object, list[float]]:
-        """nb.Complement's weight of a token from its counts, and the message's x."""
+        """events.Complement's weight of a token from its counts, and the message's x."""
         alpha, size = self.scoring.alpha, self.vocabulary_size()
         at = 2 if MULTINOMIAL_BOOLEAN else 0
         row_totals = self.class_sums("multinomial")
@@ -379,7 +379,7 @@ def logsumexp(terms: list[float]) -> float:
 
 
 def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
-    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (nb.log_chi2_tails)."""
+    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (chi2.log_chi2_tails)."""
     if n <= 0:
         return 0.0, -math.inf
     m = max(chi / 2.0, 0.0)
