@@ -44,6 +44,15 @@ def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> 
 
 
 EDGES = bucket_edges()
+_BUCKETS: dict[int, int] = {}
+
+
+def bucket(count: int) -> int:
+    """nb.count_buckets of one count."""
+    found = _BUCKETS.get(count)
+    if found is None:
+        found = _BUCKETS[count] = bisect_right(EDGES, count)
+    return found
 
 
 class Scoring:
@@ -154,27 +163,48 @@ class OneModel:
         self.identity = journal.identity(self._mm)
         # Messages learnt since the model was last written (spamnb.journal): their counts are added.
         self.journal = journal.read(path, self.identity)
-        self.docs = [max(d + j, 0) for d, j in zip(self.docs, self.journal.docs, strict=True)]
+        self.base_docs = self.docs
+        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
         self.n_features = n
-        self._sums: dict[str, list[float]] = {}
+        self._linear: Linear | None = None
+        # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
+        self._now: dict[str, list[int]] = {}
+        self._clamped: set[str] = set()  # tokens whose counts the journal would take below zero
+        self._update_now(list(self.journal.tokens))
+        if not self.n_features and not self._clamped:
+            # An empty model: the journal's counts are the counts (learns only add to them).
+            self._now = self.journal.tokens
 
-    def counts_of(self, names: list[str]) -> list[list[int] | None]:
-        """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
-        None for a token neither the model nor its journal knows."""
-        tf, df, changes = self.tf, self.df, self.journal.tokens
-        out: list[list[int] | None] = []
+    def base_counts(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts in the model file (tf ham, tf spam, df ham, df spam); None for one it lacks."""
+        if not self.n_features:
+            return [None] * len(names)
+        tf, df = self.tf, self.df
         try:
             cols = self.vocab.lookup(names)
         except ValueError as err:  # sortedtokens.OffsetError
             raise ModelError(f"{self.path}: damaged spamnb model ({err})") from err
-        for name, col in zip(names, cols, strict=True):
-            delta = changes.get(name)
-            if col < 0:
-                out.append(None if delta is None else [max(d, 0) for d in delta])
-                continue
-            counts = [tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)]
-            out.append(counts if delta is None else [max(c + d, 0) for c, d in zip(counts, delta, strict=True)])
-        return out
+        return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
+
+    def _update_now(self, names: list[str]) -> None:
+        changes, now = self.journal.tokens, self._now
+        for name, base in zip(names, self.base_counts(names), strict=True):
+            raw = changes[name] if base is None else [c + d for c, d in zip(base, changes[name], strict=True)]
+            if min(raw) < 0:
+                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.add).
+                self._clamped.add(name)
+                raw = [max(c, 0) for c in raw]
+            now[name] = list(raw)
+
+    def counts_of(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
+        None for a token neither the model nor its journal knows."""
+        now = self._now
+        if not now:
+            return self.base_counts(names)
+        rest = [name for name in names if name not in now]
+        found = dict(zip(rest, self.base_counts(rest), strict=True))
+        return [now[name] if name in now else found[name] for name in names]
 
     def learnt_class(self, digest: bytes) -> int | None:
         """The class a message of this digest was learnt as (None: never), journal first."""
@@ -196,8 +226,11 @@ class OneModel:
 
     def log_odds(self, tokens: list[str]) -> float:
         """The message's log-odds under the model, as batch classify scores it."""
+        return self.log_odds_of(Counter(tokens))
+
+    def log_odds_of(self, distinct: Counter[str]) -> float:
+        """`log_odds` of a message's distinct tokens with their counts."""
         self.check_trained()
-        distinct = Counter(tokens)
         names = list(distinct)
         counts = self.counts_of(names)
         if self.scoring.event == "fisher":
@@ -210,45 +243,69 @@ class OneModel:
         keys = []
         for c in counts:
             h, s = c[2], c[3]
-            keys.append((bisect_right(EDGES, h), bisect_right(EDGES, s)) if least > 0 and h + s >= least else None)
+            keys.append((bucket(h), bucket(s)) if least > 0 and h + s >= least else None)
         sizes = Counter(k for k in keys if k is not None)
         return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
 
     def fisher(self, names: list[str], counts: list[list[int] | None]) -> float:
-        """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds)."""
-        alpha, x = self.scoring.alpha, FISHER_X
-        fields = field_numbers(names)
-        counted = [i for i, f in enumerate(fields) if f >= 0]
-        known = [i for i in counted if counts[i] is not None]
+        """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds).
+
+        Summed per field as it goes (`eval --online` scores thousands of messages): each
+        field's weight and weighted ln f and ln(1 - f), then its tests scale its sums.
+        """
+        alpha, x, least = self.scoring.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
+        ln_x, ln_not_x = math.log(x), math.log1p(-x)
+        per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
+        known = []  # (df ham, df spam, field, duplicate key)
+        sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (nb.duplicate_shares)
+        for c, field in zip(counts, field_numbers(names), strict=True):
+            if field < 0:
+                continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
+            if c is None:  # unknown: neutral evidence f = x (events.Fisher)
+                sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
+                sums[0] += 1.0
+                sums[1] += ln_x
+                sums[2] += ln_not_x
+                continue
+            h, s = c[2], c[3]
+            key = (bucket(h), bucket(s)) if least > 0 and h + s >= least else None
+            if key is not None:
+                sizes[key] = sizes.get(key, 0) + 1
+            known.append((h, s, field, key))
         docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
-        unknown_row = (math.log(x), math.log1p(-x))
-        weights = self.shares([counts[i] for i in known], DUPLICATE_MIN["fisher"])  # type: ignore[misc]
-        entries = []  # (weight, ln f, ln(1 - f), field): known tokens, then unknown ones
-        for i, w in zip(known, weights, strict=True):
-            _, _, h, s = counts[i]  # type: ignore[misc]
-            n = h + s
-            if n > 0:
-                share_h, share_s = h / docs_h, s / docs_s
-                f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
-                entries.append((w, math.log(f), math.log1p(-f), fields[i]))
-            else:
-                entries.append((w, *unknown_row, fields[i]))
-        entries += [(1.0, *unknown_row, fields[i]) for i in counted if counts[i] is None]
-        plain = [sum(w * e[k] for w, *e in entries) for k in (0, 1)]
-        plain_n = sum(e[0] for e in entries)
-        per_field: dict[int, float] = {}
-        for w, _, _, field in entries:
-            per_field[field] = per_field.get(field, 0.0) + w
-        tests = {f: float(max(round(FISHER_INDEPENDENCE * t**FISHER_POWER), 1)) if t > 0 else 0.0 for f, t in per_field.items()}
-        factor = {f: tests[f] / t if t > 0 else 0.0 for f, t in per_field.items()}
-        scaled = [sum(w * factor[field] * e[k] for w, *e, field in entries) for k in (0, 1)]
-        n = round(sum(tests.values()))
+        rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)
+        for h, s, field, key in known:
+            row = rows.get((h, s))
+            if row is None:
+                n = h + s
+                if n > 0:
+                    share_h, share_s = h / docs_h, s / docs_s
+                    f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
+                    row = rows[(h, s)] = (math.log(f), math.log1p(-f))
+                else:  # learnt, then forgotten
+                    row = rows[(h, s)] = (ln_x, ln_not_x)
+            w = 1.0 if key is None else 1.0 / sizes[key]
+            sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
+            sums[0] += w
+            sums[1] += w * row[0]
+            sums[2] += w * row[1]
+        plain_n = plain0 = plain1 = scaled0 = scaled1 = tests = 0.0
+        for weight, sum0, sum1 in per_field.values():
+            plain_n += weight
+            plain0 += sum0
+            plain1 += sum1
+            if weight > 0:
+                t = float(max(round(FISHER_INDEPENDENCE * weight**FISHER_POWER), 1))
+                scaled0 += t / weight * sum0
+                scaled1 += t / weight * sum1
+                tests += t
+        n = round(tests)
         if n == 0:
             return 0.0
-        log_qh, log_ph = log_chi2_tails(-2.0 * scaled[0], n)
-        log_qs, log_ps = log_chi2_tails(-2.0 * scaled[1], n)
+        log_qh, log_ph = log_chi2_tails(-2.0 * scaled0, n)
+        log_qs, log_ps = log_chi2_tails(-2.0 * scaled1, n)
         out = logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
-        return out + FISHER_MEAN_WEIGHT * (plain[0] - plain[1]) / max(plain_n, 1.0)
+        return out + FISHER_MEAN_WEIGHT * (plain0 - plain1) / max(plain_n, 1.0)
 
     def linear(self, counts: list[list[int] | None], occurrences: list[int]) -> float:
         """x . w + b over the known tokens (events.Multinomial, events.Bernoulli)."""
@@ -303,53 +360,87 @@ class OneModel:
 
         return weight, [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
 
-    def journal_tokens(self) -> list[tuple[list[int], list[int], bool]]:
-        """Per token of the journal: its counts in the model, with the journal's, and whether the model has it."""
-        names = list(self.journal.tokens)
-        tf, df = self.tf, self.df
-        out = []
-        for col, now in zip(self.vocab.lookup(names), self.counts_of(names), strict=True):
-            base = [tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else [0, 0, 0, 0]
-            out.append((base, now, col >= 0))  # type: ignore[arg-type]
-        return out
+    def learn(self, entry: journal.Entry) -> None:
+        """Add one learn to the journal in memory (`eval --online`); nothing is written."""
+        names = list(entry.tokens)
+        before = [c and list(c) for c in self.counts_of(names)] if self._linear is not None else []
+        self.journal.add(entry)
+        changes = entry.changes()
+        if self._now is self.journal.tokens:
+            pass  # an empty model's: the journal's counts, just added to
+        elif self._clamped or any(sign < 0 for _, sign in changes):
+            self._update_now(names)
+        else:  # counts only grow: added in place (`eval --online` learns thousands)
+            now = self._now
+            missing = [name for name in names if name not in now]
+            for name, base in zip(missing, self.base_counts(missing), strict=True):
+                now[name] = base or [0, 0, 0, 0]
+            for cls, _ in changes:
+                for name, k in entry.tokens.items():
+                    counts = now[name]
+                    counts[cls] += k
+                    counts[2 + cls] += 1
+        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        if self._linear is not None:
+            self._linear.update(before, self.counts_of(names))
+
+    def linear_sums(self) -> Linear:
+        """What the linear models sum over the whole vocabulary, the journal's counts in."""
+        if self._linear is None:
+            names = list(self.journal.tokens)
+            cols = self.vocab.lookup(names)
+            rows = [self.df.row(c) for c in (HAM, SPAM)], [self.tf.row(c) for c in (HAM, SPAM)]
+            self._linear = Linear(self.n_features, *rows)
+            tf, df = self.tf, self.df
+            base = [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
+            self._linear.update(base, self.counts_of(names))
+        return self._linear
 
     def vocabulary_size(self) -> int:
         """Tokens of the model and its journal: what a loaded model's vocabulary holds."""
-        return self.n_features + sum(not known for _, _, known in self.journal_tokens()) if self.journal else self.n_features
+        return self.linear_sums().n_features if self.journal else self.n_features
 
     def class_sums(self, event: str) -> list[float]:
         """Per class, what the linear models sum over the whole vocabulary: the multinomial's
         token total, the Bernoulli's sum of log(1 - p) (the score of an empty message), the
         complement's sum of log(count + alpha) (its row of counts, for the other class's weights)."""
-        if event in self._sums:
-            return self._sums[event]
-        changed = self.journal_tokens() if self.journal else []
+        sums = self.linear_sums()
         if event == "multinomial":
-            counts, at = (self.df, 2) if MULTINOMIAL_BOOLEAN else (self.tf, 0)
-            out = [float(sum(counts.row(c)) + sum(now[at + c] - base[at + c] for base, now, _ in changed)) for c in (HAM, SPAM)]
-        elif event == "complement":
-            counts, at = (self.df, 2) if MULTINOMIAL_BOOLEAN else (self.tf, 0)
-            alpha = self.scoring.alpha
-            out = []
-            for c in (HAM, SPAM):
-                values = Counter(counts.row(c))
-                for base, now, known in changed:
-                    values[base[at + c]] -= known
-                    values[now[at + c]] += 1
-                out.append(math.fsum(k * math.log(d + alpha) for d, k in values.items() if k))
-        else:
-            alpha = self.scoring.alpha
-            out = []
-            for c in (HAM, SPAM):
-                denom = self.docs[c] + 2 * alpha
-                # One log1p per distinct count, not per token: a Counter of the row runs in C.
-                values = Counter(self.df.row(c))
-                for base, now, known in changed:
-                    values[base[2 + c]] -= known
-                    values[now[2 + c]] += 1
-                out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in values.items() if k))
-        self._sums[event] = out
+            return [float(t) for t in (sums.df_totals if MULTINOMIAL_BOOLEAN else sums.tf_totals)]
+        alpha = self.scoring.alpha
+        if event == "complement":  # message frequencies, as the multinomial counts (MULTINOMIAL_BOOLEAN)
+            return [math.fsum(k * math.log(d + alpha) for d, k in sums.df_values[c].items() if k) for c in (HAM, SPAM)]
+        out = []
+        for c in (HAM, SPAM):
+            denom = self.docs[c] + 2 * alpha
+            out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
         return out
+
+
+class Linear:
+    """Vocabulary-wide sums of a model with a journal, kept up to date as tokens' counts change:
+    how many tokens, per class the totals of tf and df, and how many tokens hold each df."""
+
+    def __init__(self, n_features: int, df_rows: list, tf_rows: list) -> None:
+        self.n_features = n_features
+        self.df_totals = [sum(row) for row in df_rows]
+        self.tf_totals = [sum(row) for row in tf_rows]
+        # One log1p per distinct count, not per token: a Counter of the row runs in C.
+        self.df_values = [Counter(row) for row in df_rows]
+
+    def update(self, before: list[list[int] | None], after: list[list[int] | None]) -> None:
+        """Tokens' counts (tf ham, tf spam, df ham, df spam) went from `before` (None: no such token) to `after`."""
+        for old, new in zip(before, after, strict=True):
+            if new is None:
+                continue
+            if old is None:
+                self.n_features += 1
+            for c in (HAM, SPAM):
+                self.tf_totals[c] += new[c] - (old[c] if old else 0)
+                self.df_totals[c] += new[2 + c] - (old[2 + c] if old else 0)
+                if old is not None:
+                    self.df_values[c][old[2 + c]] -= 1
+                self.df_values[c][new[2 + c]] += 1
 
 
 def logaddexp(a: float, b: float) -> float:
@@ -374,7 +465,7 @@ def logsumexp(terms: list[float]) -> float:
     top = max(terms, default=-math.inf)
     if not math.isfinite(top):
         top = 0.0
-    total = math.fsum(math.exp(t - top) for t in terms)
+    total = math.fsum([math.exp(t - top) for t in terms])
     return top + math.log(total) if total > 0 else -math.inf
 
 
