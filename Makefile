@@ -47,11 +47,12 @@ accuracy: install
 	else echo "no $(SA_INDEX): accuracy gate skipped"; fi
 
 # The small-data gate: each of the 5 folds learns only 300 messages (a new user's first
-# week, as ../shared/bench/peers.py --train-size=300 samples them).  Measured on main,
-# 2026-12-01: AUC 0.998222, precision 0.99597 (6 ham flagged), recall 0.78165.
+# week, as ../shared/bench/peers.py --train-size=300 samples them).  Measured 2026-12-02
+# with the ham-loss floor (model.HAM_LOSS): AUC 0.998222, precision 0.99751 (3 ham
+# flagged; 6 without the floor), recall 0.63449 (0.78165 without).
 small-data: install
 	@if [ -f $(SA_INDEX) ]; then \
-		$(SPAMNB) -q eval --index $(SA_INDEX) --folds 5 --train-size 300 --fail-under auc=0.9982 --fail-under precision=0.9959 --fail-under recall=0.781; \
+		$(SPAMNB) -q eval --index $(SA_INDEX) --folds 5 --train-size 300 --fail-under auc=0.9982 --fail-under precision=0.9975 --fail-under recall=0.634; \
 	else echo "no $(SA_INDEX): small-data gate skipped"; fi
 
 # The compiled word scanner built with AddressSanitizer and UBSan (build/asan), fed

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb import headers, nb
-from spamnb.features import GrowingSorted, Rows, Vocabulary, local_rows, rows_matrix
-from spamnb.model import Model, Scoring, fit_platt
+from spamnb.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
+from spamnb.model import Model, Scoring, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings, field_ids
@@ -58,11 +58,13 @@ class Tokenise(NamedTuple):
         return cls(Tokenizer(tokens), event.by_field)
 
 
-def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Rows:
+def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
     """Map step: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
-    rows = local_rows([step.tokenizer(data) for data in datas])
+    chunk = local_rows([step.tokenizer(data) for data in datas])
+    if not step.by_field:
+        return chunk
     # From the chunk's distinct token strings: 0.20 s of CPU on the SpamAssassin corpus.
-    return rows._replace(fields=field_ids(rows.tokens)) if step.by_field else rows
+    return chunk._replace(rows=chunk.rows._replace(fields=field_ids(chunk.tokens)[chunk.rows.cols]))
 
 
 class Score(NamedTuple):
@@ -84,10 +86,9 @@ class Score(NamedTuple):
 
 def score_chunk(step: Score, datas: list[bytes]) -> np.ndarray:
     """Map step: raw messages -> log-odds under the model."""
-    rows = tokenise_chunk(step.tokenise, datas)
-    mapping = np.asarray(step.vocab.lookup(rows.tokens), dtype=np.int64)
-    fields = None if rows.fields is None else rows.fields[rows.cols]
-    return nb.flat_log_odds(step.event, step.table, step.b, mapping[rows.cols], rows.counts, rows.lengths, step.keys, fields)
+    chunk = tokenise_chunk(step.tokenise, datas)
+    mapping = np.asarray(step.vocab.lookup(chunk.tokens), dtype=np.int64)
+    return step.event.log_odds(step.table, step.b, chunk.rows._replace(cols=mapping[chunk.rows.cols]), step.keys)
 
 
 def class_of(message: Message) -> int:
@@ -169,18 +170,18 @@ def learn(
             pending.append(change)
             yield datas
 
-    for rows in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
+    for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
         change = pending.popleft()
-        mapping = apply_changes(model, vocab, rows, change)
+        mapping = apply_changes(model, vocab, chunk, change)
         if not forget:
-            offer_learnt(sample, rows, change, mapping)
+            offer_learnt(sample, chunk, change, mapping)
         if progress:
             progress(change.size)
     if sample.items:
         cols, counts, fields, classes = zip(*sample.items, strict=True)
         lengths = np.array([len(c) for c in cols], dtype=np.int64)
-        flat = Flat(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
-        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, flat, np.asarray(classes), jobs)
+        learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
+        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs)
     return report
 
 
@@ -213,36 +214,27 @@ class Reservoir:
         return self._rng
 
 
-def offer_learnt(sample: Reservoir, rows: Rows, change: _Changes, mapping: np.ndarray) -> None:
+def offer_learnt(sample: Reservoir, chunk: Chunk, change: _Changes, mapping: np.ndarray) -> None:
     """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns, counts and fields."""
+    rows = chunk.rows
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
     for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
         if sign > 0:
             part = slice(starts[i], starts[i + 1])
-            cols = rows.cols[part]
-            sample.offer((mapping[cols], rows.counts[part].astype(np.int64), None if rows.fields is None else rows.fields[cols], cls))
+            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), None if rows.fields is None else rows.fields[part], cls))
 
 
-def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, rows: Rows, change: _Changes) -> np.ndarray:
+def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: _Changes) -> np.ndarray:
     if not change.which:
         return np.zeros(0, np.int64)
-    mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
+    mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
+    rows = chunk.rows
     which = np.asarray(change.which)
-    lengths = rows.lengths[which]
-    pick = entries_of(rows.lengths, which)
-    model.counts.add_flat(mapping[rows.cols[pick]], rows.counts[pick].astype(np.int64), lengths, np.asarray(change.classes), np.asarray(change.signs))
+    picked = rows.take(which)
+    changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
+    model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
     return mapping
-
-
-def entries_of(lengths: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """The flat entries of rows `which` (in that order, repeats allowed) of rows `lengths` long."""
-    # One arange shifted per row, not an arange per row: train on the SpamAssassin
-    # corpus, 6,046 rows in 24 chunks, 0.021 s -> 0.004 s of the parent's CPU.
-    starts = np.cumsum(lengths) - lengths
-    picked = lengths[which]
-    at = np.cumsum(picked) - picked  # where each picked row starts in the result
-    return np.arange(int(picked.sum()), dtype=np.int64) + np.repeat(starts[which] - at, picked)
 
 
 class Scored(NamedTuple):
@@ -346,75 +338,54 @@ def cross_validate(
             sizes.append(len(batch))
             yield datas
 
-    for rows in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
-        mapping = np.asarray(vocab.grow(rows.tokens), dtype=np.int64)
-        parts[0].append(mapping[rows.cols])
-        parts[1].append(rows.counts)
-        parts[2].append(rows.lengths)
+    for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
+        mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
+        parts[0].append(mapping[chunk.rows.cols])
+        parts[1].append(chunk.rows.counts)
+        parts[2].append(chunk.rows.lengths)
         size = sizes.popleft()
         if progress:
             progress(size)
-    X = rows_matrix(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts), len(vocab))
+    data = Rows(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts))
     y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
-    total = nb.Counts.empty(len(vocab))
-    total.add(X, y)
+    total = counts_of(data, y, len(vocab))
     digests = [name_digest(i) for i in ids] if train_size else []
     event = scoring.event_model()
-    fields = field_ids(vocab.tokens) if event.by_field else None
+    if event.by_field:
+        data = data._replace(fields=field_ids(vocab.tokens)[data.cols])
     odds = np.zeros(len(ids))
     probs = np.zeros(len(ids))
+    verdicts = [""] * len(ids)
     for fold in range(k):
         test = np.flatnonzero(folds == fold)
         if test.size == 0:
             continue
         train_rows = np.flatnonzero(folds != fold)
+        held = data.take(test)
         if train_size:
             train_rows = first_by_digest(train_rows, y, digests, train_size)
-            train = counts_of(X[train_rows], y[train_rows], len(vocab))
+            train = counts_of(data.take(train_rows), y[train_rows], len(vocab))
         else:
-            train = total - counts_of(X[test], y[test], len(vocab))
+            train = total - counts_of(held, y[test], len(vocab))
         nb.check_trained(train)
-        odds[test] = fold_log_odds(event, train, X[test], (pruning or nb.Pruning()).keep(train), fields)
+        odds[test] = fold_log_odds(event, train, held, (pruning or nb.Pruning()).keep(train))
         # As `train` would: calibration fitted on the fold's own training messages only.
-        fitted = calibrated(scoring, event, train, Flat.of_matrix(X[train_rows], fields), y[train_rows])
+        fitted = calibrated(scoring, event, train, data.take(train_rows), y[train_rows])
         probs[test] = fitted.probabilities(odds[test])
+        for row in test:
+            verdicts[row] = fitted.verdict(float(probs[row]))
     scored = [
-        Scored(i, label, float(lo), float(p), scoring.verdict(float(p)))
-        for i, label, lo, p in zip(ids, labels, odds, probs, strict=True)
+        Scored(i, label, float(lo), float(p), verdict)
+        for i, label, lo, p, verdict in zip(ids, labels, odds, probs, verdicts, strict=True)
     ]
     return scored, problems
 
 
-def counts_of(X, y: np.ndarray, n_features: int) -> nb.Counts:
+def counts_of(rows: Rows, y: np.ndarray, n_features: int) -> nb.Counts:
     out = nb.Counts.empty(n_features)
-    out.add(X, y)
+    out.add(rows, y)
     return out
-
-
-class Flat(NamedTuple):
-    """Messages as flat entries: message i is `lengths[i]` distinct columns with their counts
-    (and the tokens' `tokens.field_ids`, where the event model uses them).
-
-    The calibration works on these, numpy only: `train` then never imports scipy.sparse,
-    whose import alone (array_api_compat cloning numpy) took 0.5 s of train's CPU.
-    """
-
-    cols: np.ndarray
-    counts: np.ndarray
-    lengths: np.ndarray
-    fields: np.ndarray | None = None
-
-    @classmethod
-    def of_matrix(cls, X, fields: np.ndarray | None = None) -> Flat:
-        """The rows of X; `fields` per column."""
-        X = X.tocsr()
-        return cls(X.indices.astype(np.int64), X.data.astype(np.int64), np.diff(X.indptr), None if fields is None else fields[X.indices])
-
-    def select(self, rows: np.ndarray) -> Flat:
-        """The messages where the boolean `rows` is true."""
-        entries = np.repeat(rows, self.lengths)
-        return Flat(self.cols[entries], self.counts[entries], self.lengths[rows], None if self.fields is None else self.fields[entries])
 
 
 def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
@@ -434,10 +405,10 @@ def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None =
     return table, b, keys
 
 
-def fold_log_odds(event: nb.EventModel, train: nb.Counts, X, seen: np.ndarray | None = None, fields: np.ndarray | None = None) -> np.ndarray:
-    """Log-odds of the rows X under `fold_model(event, train, seen)`; `fields` per column (`tokens.field_ids`)."""
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, rows: Rows, seen: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of `rows` under `fold_model(event, train, seen)`."""
     table, b, keys = fold_model(event, train, seen)
-    return nb.batch_log_odds(event, table, b, X, keys, fields)
+    return event.log_odds(table, b, rows, keys)
 
 
 CALIBRATION_FOLDS = 5
@@ -446,7 +417,7 @@ CALIBRATION_MIN = 20
 
 
 def held_out_log_odds(
-    event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
+    event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
 ) -> np.ndarray:
     """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
 
@@ -457,7 +428,7 @@ def held_out_log_odds(
     part = np.arange(len(y)) % k
     folds = [fold for fold in range(k) if (part == fold).any()]
     odds = np.zeros(len(y))
-    held_out = HeldOut(event, counts, flat, y, part)
+    held_out = HeldOut(event, counts, learnt, y, part)
     for fold, fold_odds in zip(folds, ordered_map(held_out_fold, held_out, folds, jobs), strict=True):
         odds[part == fold] = fold_odds
     return odds
@@ -468,21 +439,21 @@ class HeldOut(NamedTuple):
 
     event: nb.EventModel
     counts: nb.Counts
-    flat: Flat
+    learnt: Rows
     y: np.ndarray
     part: np.ndarray
 
 
 def held_out_fold(step: HeldOut, fold: int) -> np.ndarray:
     """Map step: the log-odds of calibration fold `fold`'s messages (see `held_out_log_odds`)."""
-    event, counts, flat, y, part = step
+    event, counts, learnt, y, part = step
     rows = part == fold
-    held = flat.select(rows)
+    held = learnt.take(np.flatnonzero(rows))
     used, local = used_columns(held.cols, counts.n_features)
     out = nb.Counts.empty(len(used))
-    out.add_flat(local, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
+    out.add(held._replace(cols=local), y[rows])
     table, b, keys = held_out_table(event, counts, out, used)
-    return nb.flat_log_odds(event, table, b, local, held.counts, held.lengths, keys, held.fields)
+    return event.log_odds(table, b, held._replace(cols=local), keys)
 
 
 def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -513,10 +484,12 @@ def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used
     return table[used], b, keys[used]
 
 
-def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, flat: Flat, y: np.ndarray, jobs: int = 1) -> Scoring:
-    """`scoring` with Platt scaling fitted on held-out log-odds of learnt messages `flat`, y (by `jobs` processes)."""
+def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1) -> Scoring:
+    """`scoring` with Platt scaling and the ham-loss floor fitted on held-out log-odds of
+    the `learnt` messages of classes y (by `jobs` processes)."""
     y = np.asarray(y)
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
-    odds = held_out_log_odds(event, counts, flat, y, jobs=jobs)
-    return scoring.replace(calibration=fit_platt(odds, y == nb.SPAM))
+    odds = held_out_log_odds(event, counts, learnt, y, jobs=jobs)
+    calibration = fit_platt(odds, y == nb.SPAM)
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration))

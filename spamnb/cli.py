@@ -68,8 +68,9 @@ def model_option(required_default: bool = True) -> Callable[[F], F]:
         "-m",
         "--model",
         "model_path",
-        # No dir_okay=False: a usage error (exit 2) would not pass `--pipe` mail through.
-        type=click.Path(),
+        # Not checked here (dir_okay, readable): a usage error (exit 2) would not pass `--pipe`
+        # mail through, and a model that cannot be read is exit 3 (store names why).
+        type=click.Path(readable=False),
         default=default_path if required_default else None,
         show_default="$SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz" if required_default else False,
         help="Model file.",
@@ -310,13 +311,15 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 
 
 @cli.command(name="eval")
-@click.option("-m", "--model", "model_path", type=click.Path(dir_okay=False), default=None, help="Evaluate this model instead of cross-validating.")
+@click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
 @click.option("--folds", type=int, default=None, help="Cross-validation folds. [default: 5]")
 @click.option(
     "--train-size", type=click.IntRange(2), default=None, metavar="N",
     help="Each fold learns only N of the other folds' messages (classes in their shares): a new user's first N.",
 )
+@click.option("--online", is_flag=True, help="TREC's online protocol: each message in the order given scored by the model so far, then learnt.")
+@click.option("--train-on-error", is_flag=True, help="With --online: learn only the messages it got wrong or was unsure of.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @token_options
@@ -333,6 +336,8 @@ def evaluate(
     index: str | None,
     folds: int | None,
     train_size: int | None,
+    online: bool,
+    train_on_error: bool,
     as_json: bool,
     bars: tuple[str, ...],
     ngram: int | None,
@@ -355,8 +360,19 @@ def evaluate(
         parsed_bars = [metrics.parse_bar(b) for b in bars]
     except ValueError as err:
         raise click.UsageError(str(err)) from err
+    if train_on_error and not online:
+        raise click.UsageError("--train-on-error goes with --online")
+    learnt = None
     with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
-        if model_path is not None:
+        if online:
+            if folds is not None or train_size is not None or min_count or max_tokens:
+                raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
+            from spamnb import online as online_eval
+
+            tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
+            scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance)
+        elif model_path is not None:
             if folds is not None or train_size is not None:
                 raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
             if min_count or max_tokens:
@@ -383,13 +399,21 @@ def evaluate(
     result = metrics.evaluate(labels, odds, probs, [s.verdict for s in scored])
     failures = metrics.failed_bars(result, parsed_bars)
     if as_json:
-        click.echo(json.dumps(result.as_dict()))
+        found = result.as_dict()
+        if learnt is not None:
+            found["lam_percent"] = online_eval.lam_percent(scored)
+            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
+        click.echo(json.dumps(found))
     else:
         out = report.console()
         for table in report.eval_tables(result, metrics.threshold_sweep(labels, probs)):
             out.print(table)
             out.print()
         out.print(report.score_histogram(labels, odds))
+        if learnt is not None:
+            rates = online_eval.running_errors(scored)
+            out.print(f"online: {len(scored)} messages in order, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {online_eval.lam_percent(scored):.3f}")
+            out.print(f"error rate along the stream ({len(rates)} stretches): {online_eval.sparkline(rates)} {rates[0]:.1%} -> {rates[-1]:.1%}")
     for line in failures:
         click.echo(f"spamnb: fail: {line}", err=True)
     if failures or bad:

@@ -1,7 +1,8 @@
 """The `spamnb` console script: `classify --pipe` goes straight to the pipe filter.
 
 A procmail pipe starts spamnb once per message, so its start-up is the cost: the
-pipe path never imports click, rich or scipy.  Everything else goes to the click
+pipe path never imports click, rich, scipy or numpy, nor does learning a message
+from a mail reader (`spamnb.learnone`).  Everything else goes to the click
 command line in `spamnb.cli`.
 
 A pipe invocation must never lose the message: arguments the fast path cannot read
@@ -20,6 +21,12 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if "classify" in args and "--pipe" in args and not any(a in HELP for a in args):
         sys.exit(pipe_main(args))
+    if "train" in args and not any(a in HELP for a in args):
+        from spamnb import learnone  # one message into the journal; None: the command line's work
+
+        status = learnone.main(args)
+        if status is not None:
+            sys.exit(status)
     from spamnb.cli import main as cli_main
 
     cli_main()

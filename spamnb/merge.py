@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -105,23 +106,24 @@ def find_messages(wanted: set[bytes], items: Iterable[Item] | None, report: Merg
     return found
 
 
-def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport) -> tuple[float, float]:
-    """The parts' Platt calibrations, weighted by the messages each learnt.
+def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport) -> dict[str, Any]:
+    """The parts' Platt calibrations and spam floors, each weighted by the messages the part learnt
+    (scoring changes for the merged model).
 
     Only parts scored as the target is (same event model and smoothing), and trained
-    on enough of both classes to have fitted one; else the target's stays.
+    on enough of both classes to have fitted one; else the target's stay.
     """
     weights, fits = [], []
     for part in parts:
         same = (part.scoring.event, part.scoring.alpha) == (target.scoring.event, target.scoring.alpha)
         if same and int(part.counts.docs.min()) >= CALIBRATION_MIN:
             weights.append(float(part.counts.docs.sum()))
-            fits.append(part.scoring.calibration)
+            fits.append((*part.scoring.calibration, part.scoring.spam_floor))
     report.calibrations = len(fits)
     if not fits:
-        return target.scoring.calibration
-    a, b = np.average(np.asarray(fits), axis=0, weights=weights)
-    return float(a), float(b)
+        return {"calibration": target.scoring.calibration, "spam_floor": target.scoring.spam_floor}
+    a, b, floor = np.average(np.asarray(fits), axis=0, weights=weights)
+    return {"calibration": (float(a), float(b)), "spam_floor": float(floor)}
 
 
 def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:
@@ -157,7 +159,7 @@ def merge(
 ) -> tuple[Model, MergeReport]:
     """One model holding the counts of all `models` (named `names`), each message once.
 
-    The first model's scoring defaults are kept; the calibration is the parts' mean
+    The first model's scoring defaults are kept; the calibration and spam floor are the parts' mean
     (`mean_calibration`): without the mail, the held-out scores that train fits it on
     cannot be made.  The models are changed in place (their copies forgotten).
     """
@@ -173,11 +175,11 @@ def merge(
                 items = [Message(key.hex(), found[key], CLASS_NAMES[cls]) for key, cls in drop.items()]
                 learn(model, items, forget=True, jobs=jobs)
     target = models[0]
-    calibration = mean_calibration(models, target, report)
+    fitted = mean_calibration(models, target, report)
     vocab = target.growable()
     for other in models[1:]:
         add_into(target, vocab, other)
     report.added = len(target.learnt) - had
     report.dropped_tokens = drop_empty_tokens(target)
-    target.scoring = target.scoring.replace(calibration=calibration)
+    target.scoring = target.scoring.replace(**fitted)
     return target, report

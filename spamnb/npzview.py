@@ -9,8 +9,10 @@ raises `NotPlain`, and the caller may hand the file to numpy's loader.
 """
 from __future__ import annotations
 
+import io  # loaded at start-up anyway (typing is not)
 import mmap
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -172,18 +174,31 @@ def npy_header(text: str) -> tuple[str, str, int, bool, tuple[int, ...]]:
 CHECKED_SIZE = 1 << 18
 
 
+def open_model(path: str) -> io.BufferedReader:
+    """The model file open for reading; a FIFO or device is refused without blocking on it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as err:
+        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the model ({err.strerror or err})") from err
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelError(f"{path}: not a spamnb model (not a regular file)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = ()) -> tuple[mmap.mmap, dict[str, Array]]:
     """The file mapped, and its members `names` and those of `optional` it has (without `.npy`) as arrays.
 
     ModelError for a file that is missing, not a model, or damaged; NotPlain for a zip
     this reader does not handle.
     """
-    try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below; the map outlives it
-    except FileNotFoundError as err:
-        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    except OSError as err:
-        raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
+    file = open_model(path)
     with file:
         try:
             mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)

@@ -1,9 +1,9 @@
 """One message scored without numpy: what `classify --pipe` runs once per mail.
 
-The same log-odds as batch classify (`nb.flat_log_odds` over the whole model), to
+The same log-odds as batch classify (`nb.EventModel.log_odds` over the whole model), to
 rounding: the message's few hundred distinct tokens are looked up in the mapped model
 file (`npzview`, `sortedtokens`) and scored in plain floats, Fisher by field (the
-chi-square tails summed in logs as `nb.log_chi2_tails` sums them), multinomial and
+chi-square tails summed in logs as `chi2.log_chi2_tails` sums them), multinomial and
 Bernoulli as the dot product of their weights.  A bare interpreter with numpy
 imported was most of a piped message's time.
 """
@@ -14,15 +14,15 @@ import math
 from bisect import bisect_right
 from collections import Counter, namedtuple
 
-from spamnb import npzview
+from spamnb import journal, npzview
 from spamnb.npzview import ModelError
 from spamnb.sortedtokens import SortedTokens, blob_offsets
 from spamnb.tokens import TokenSettings, field_numbers
 
 HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
-# nb's event models as `nb.event_model(name, alpha)` makes them (tests/test_onemessage.py
-# holds these equal to nb's own).
+# The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
+# holds these equal to theirs).
 DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01}
 DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10}
 FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
@@ -43,21 +43,32 @@ def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> 
 
 
 EDGES = bucket_edges()
+_BUCKETS: dict[int, int] = {}
+
+
+def bucket(count: int) -> int:
+    """nb.count_buckets of one count."""
+    found = _BUCKETS.get(count)
+    if found is None:
+        found = _BUCKETS[count] = bisect_right(EDGES, count)
+    return found
 
 
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff", "spam_floor")
 
-    def __init__(self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float]) -> None:
+    def __init__(
+        self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float], spam_floor: float = 0.0
+    ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
-        self.spam_cutoff, self.ham_cutoff = spam_cutoff, ham_cutoff
+        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor"}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -67,13 +78,16 @@ class Scoring:
         alpha = DEFAULT_ALPHA[event] if alpha is None else float(alpha)
         spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
         a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
+        floor = float(data.get("spam_floor", 0.0))
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, not {alpha}")
         if not 0.0 <= ham <= spam <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {ham}, {spam}")
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
-        return cls(event, alpha, spam, ham, (a, b))
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"the spam floor is a probability, not {floor}")
+        return cls(event, alpha, spam, ham, (a, b), floor)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -85,7 +99,7 @@ class Scoring:
         return e / (1.0 + e)
 
     def verdict(self, score: float) -> str:
-        return "spam" if score >= self.spam_cutoff else "ham" if score <= self.ham_cutoff else "unsure"
+        return "spam" if score >= self.spam_cutoff and score > self.spam_floor else "ham" if score <= self.ham_cutoff else "unsure"
 
 
 class Counts2:
@@ -136,14 +150,73 @@ class OneModel:
             self.docs = [int(d) for d in docs.items()]
             if min(self.docs) < 0:
                 raise ValueError("negative counts")
+            self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
         except ModelError:
             raise
+        except RecursionError as err:
+            raise ModelError(f"{path}: damaged spamnb model (settings nested too deeply)") from err
         except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
             raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+        self.identity = journal.identity(self._mm)
+        # Messages learnt since the model was last written (spamnb.journal): their counts are added.
+        self.journal = journal.read(path, self.identity)
+        self.base_docs = self.docs
+        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
         self.n_features = n
-        self._sums: dict[str, list[float]] = {}
+        self._linear: Linear | None = None
+        # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
+        self._now: dict[str, list[int]] = {}
+        self._clamped: set[str] = set()  # tokens whose counts the journal would take below zero
+        self._update_now(list(self.journal.tokens))
+        if not self.n_features and not self._clamped:
+            # An empty model: the journal's counts are the counts (learns only add to them).
+            self._now = self.journal.tokens
+
+    def base_counts(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts in the model file (tf ham, tf spam, df ham, df spam); None for one it lacks."""
+        if not self.n_features:
+            return [None] * len(names)
+        tf, df = self.tf, self.df
+        try:
+            cols = self.vocab.lookup(names)
+        except ValueError as err:  # sortedtokens.OffsetError
+            raise ModelError(f"{self.path}: damaged spamnb model ({err})") from err
+        return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
+
+    def _update_now(self, names: list[str]) -> None:
+        changes, now = self.journal.tokens, self._now
+        for name, base in zip(names, self.base_counts(names), strict=True):
+            raw = changes[name] if base is None else [c + d for c, d in zip(base, changes[name], strict=True)]
+            if min(raw) < 0:
+                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.add).
+                self._clamped.add(name)
+                raw = [max(c, 0) for c in raw]
+            now[name] = list(raw)
+
+    def counts_of(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
+        None for a token neither the model nor its journal knows."""
+        now = self._now
+        if not now:
+            return self.base_counts(names)
+        rest = [name for name in names if name not in now]
+        found = dict(zip(rest, self.base_counts(rest), strict=True))
+        return [now[name] if name in now else found[name] for name in names]
+
+    def learnt_class(self, digest: bytes) -> int | None:
+        """The class a message of this digest was learnt as (None: never), journal first."""
+        if digest in self.journal.learnt:
+            return self.journal.learnt[digest]
+        mm, at, lo, hi = self._mm, self._learnt_at, 0, len(self._learnt_class)
+        while lo < hi:  # the digests are saved sorted
+            mid = (lo + hi) >> 1
+            if mm[at + 16 * mid : at + 16 * mid + 16] < digest:
+                lo = mid + 1
+            else:
+                hi = mid
+        return int(self._learnt_class[lo]) if lo < len(self._learnt_class) and mm[at + 16 * lo : at + 16 * lo + 16] == digest else None
 
     def check_trained(self) -> None:
         missing = [CLASSES[c] for c in (HAM, SPAM) if self.docs[c] == 0]
@@ -152,107 +225,195 @@ class OneModel:
 
     def log_odds(self, tokens: list[str]) -> float:
         """The message's log-odds under the model, as batch classify scores it."""
-        self.check_trained()
-        distinct = Counter(tokens)
-        names = list(distinct)
-        cols = self.vocab.lookup(names)
-        if self.scoring.event == "fisher":
-            return self.fisher(names, cols)
-        return self.linear(cols, list(distinct.values()))
+        return self.log_odds_of(Counter(tokens))
 
-    def shares(self, cols: list[int], least: int) -> list[float]:
+    def log_odds_of(self, distinct: Counter[str]) -> float:
+        """`log_odds` of a message's distinct tokens with their counts."""
+        self.check_trained()
+        names = list(distinct)
+        counts = self.counts_of(names)
+        if self.scoring.event == "fisher":
+            return self.fisher(names, counts)
+        return self.linear(counts, list(distinct.values()))
+
+    @staticmethod
+    def shares(counts: list[list[int]], least: int) -> list[float]:
         """Per entry, 1/k where k entries share its duplicate key (nb.duplicate_shares)."""
-        df = self.df
         keys = []
-        for col in cols:
-            h, s = df.at(HAM, col), df.at(SPAM, col)
-            keys.append((bisect_right(EDGES, h), bisect_right(EDGES, s)) if least > 0 and h + s >= least else None)
+        for c in counts:
+            h, s = c[2], c[3]
+            keys.append((bucket(h), bucket(s)) if least > 0 and h + s >= least else None)
         sizes = Counter(k for k in keys if k is not None)
         return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
 
-    def fisher(self, names: list[str], cols: list[int]) -> float:
-        """Robinson's f per token, combined by Fisher's method per field (nb.Fisher, nb.fisher_by_field)."""
-        alpha, x = self.scoring.alpha, FISHER_X
-        fields = field_numbers(names)
-        counted = [i for i, f in enumerate(fields) if f >= 0]
-        known = [i for i in counted if cols[i] >= 0]
+    def fisher(self, names: list[str], counts: list[list[int] | None]) -> float:
+        """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds).
+
+        Summed per field as it goes (`eval --online` scores thousands of messages): each
+        field's weight and weighted ln f and ln(1 - f), then its tests scale its sums.
+        """
+        alpha, x, least = self.scoring.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
+        ln_x, ln_not_x = math.log(x), math.log1p(-x)
+        per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
+        known = []  # (df ham, df spam, field, duplicate key)
+        sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (nb.duplicate_shares)
+        for c, field in zip(counts, field_numbers(names), strict=True):
+            if field < 0:
+                continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
+            if c is None:  # unknown: neutral evidence f = x (events.Fisher)
+                sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
+                sums[0] += 1.0
+                sums[1] += ln_x
+                sums[2] += ln_not_x
+                continue
+            h, s = c[2], c[3]
+            key = (bucket(h), bucket(s)) if least > 0 and h + s >= least else None
+            if key is not None:
+                sizes[key] = sizes.get(key, 0) + 1
+            known.append((h, s, field, key))
         docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
-        unknown_row = (math.log(x), math.log1p(-x))
-        weights = self.shares([cols[i] for i in known], DUPLICATE_MIN["fisher"])
-        entries = []  # (weight, ln f, ln(1 - f), field): known tokens, then unknown ones
-        for i, w in zip(known, weights, strict=True):
-            h, s = self.df.at(HAM, cols[i]), self.df.at(SPAM, cols[i])
-            n = h + s
-            if n > 0:
-                share_h, share_s = h / docs_h, s / docs_s
-                f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
-                entries.append((w, math.log(f), math.log1p(-f), fields[i]))
-            else:
-                entries.append((w, *unknown_row, fields[i]))
-        entries += [(1.0, *unknown_row, fields[i]) for i in counted if cols[i] < 0]
-        plain = [sum(w * e[k] for w, *e in entries) for k in (0, 1)]
-        plain_n = sum(e[0] for e in entries)
-        per_field: dict[int, float] = {}
-        for w, _, _, field in entries:
-            per_field[field] = per_field.get(field, 0.0) + w
-        tests = {f: float(max(round(FISHER_INDEPENDENCE * t**FISHER_POWER), 1)) if t > 0 else 0.0 for f, t in per_field.items()}
-        factor = {f: tests[f] / t if t > 0 else 0.0 for f, t in per_field.items()}
-        scaled = [sum(w * factor[field] * e[k] for w, *e, field in entries) for k in (0, 1)]
-        n = round(sum(tests.values()))
+        rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)
+        for h, s, field, key in known:
+            row = rows.get((h, s))
+            if row is None:
+                n = h + s
+                if n > 0:
+                    share_h, share_s = h / docs_h, s / docs_s
+                    f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
+                    row = rows[(h, s)] = (math.log(f), math.log1p(-f))
+                else:  # learnt, then forgotten
+                    row = rows[(h, s)] = (ln_x, ln_not_x)
+            w = 1.0 if key is None else 1.0 / sizes[key]
+            sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
+            sums[0] += w
+            sums[1] += w * row[0]
+            sums[2] += w * row[1]
+        plain_n = plain0 = plain1 = scaled0 = scaled1 = tests = 0.0
+        for weight, sum0, sum1 in per_field.values():
+            plain_n += weight
+            plain0 += sum0
+            plain1 += sum1
+            if weight > 0:
+                t = float(max(round(FISHER_INDEPENDENCE * weight**FISHER_POWER), 1))
+                scaled0 += t / weight * sum0
+                scaled1 += t / weight * sum1
+                tests += t
+        n = round(tests)
         if n == 0:
             return 0.0
-        log_qh, log_ph = log_chi2_tails(-2.0 * scaled[0], n)
-        log_qs, log_ps = log_chi2_tails(-2.0 * scaled[1], n)
+        log_qh, log_ph = log_chi2_tails(-2.0 * scaled0, n)
+        log_qs, log_ps = log_chi2_tails(-2.0 * scaled1, n)
         out = logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
-        return out + FISHER_MEAN_WEIGHT * (plain[0] - plain[1]) / max(plain_n, 1.0)
+        return out + FISHER_MEAN_WEIGHT * (plain0 - plain1) / max(plain_n, 1.0)
 
-    def linear(self, cols: list[int], counts: list[int]) -> float:
-        """x . w + b over the known tokens (nb.Multinomial, nb.Bernoulli)."""
+    def linear(self, counts: list[list[int] | None], occurrences: list[int]) -> float:
+        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli)."""
         event, alpha = self.scoring.event, self.scoring.alpha
-        known = [i for i, c in enumerate(cols) if c >= 0]
-        weights = self.shares([cols[i] for i in known], DUPLICATE_MIN[event])
+        known = [i for i, c in enumerate(counts) if c is not None]
+        weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
         docs = self.docs
         b = (math.log(docs[SPAM]) - math.log(sum(docs))) - (math.log(docs[HAM]) - math.log(sum(docs)))
         if event == "multinomial":
-            counts_of = self.df if MULTINOMIAL_BOOLEAN else self.tf
-            totals = [t + alpha * self.n_features for t in self.class_sums("multinomial")]
+            at = 2 if MULTINOMIAL_BOOLEAN else 0  # message frequencies, or token occurrences
+            totals = [t + alpha * self.vocabulary_size() for t in self.class_sums("multinomial")]
 
-            def weight(col: int) -> float:
-                h, s = counts_of.at(HAM, col), counts_of.at(SPAM, col)
+            def weight(c: list[int]) -> float:
+                h, s = c[at], c[at + 1]
                 return (math.log(s + alpha) - math.log(totals[SPAM])) - (math.log(h + alpha) - math.log(totals[HAM]))
 
-            x = [1.0 if MULTINOMIAL_BOOLEAN else float(counts[i]) for i in known]
+            x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
         else:
             denom = [d + 2 * alpha for d in docs]
 
-            def per_class(cls: int, col: int) -> float:
-                d = self.df.at(cls, col)
+            def per_class(cls: int, d: int) -> float:
                 return (math.log(d + alpha) - math.log(denom[cls])) - (math.log(denom[cls] - d - alpha) - math.log(denom[cls]))
 
-            def weight(col: int) -> float:
-                return per_class(SPAM, col) - per_class(HAM, col)
+            def weight(c: list[int]) -> float:
+                return per_class(SPAM, c[3]) - per_class(HAM, c[2])
 
             absent = self.class_sums("bernoulli")
             b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
             x = [1.0] * len(known)
-        return sum(xi * w * weight(cols[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b
+        return sum(xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b  # type: ignore[arg-type]
+
+    def learn(self, entry: journal.Entry) -> None:
+        """Add one learn to the journal in memory (`eval --online`); nothing is written."""
+        names = list(entry.tokens)
+        before = [c and list(c) for c in self.counts_of(names)] if self._linear is not None else []
+        self.journal.add(entry)
+        changes = entry.changes()
+        if self._now is self.journal.tokens:
+            pass  # an empty model's: the journal's counts, just added to
+        elif self._clamped or any(sign < 0 for _, sign in changes):
+            self._update_now(names)
+        else:  # counts only grow: added in place (`eval --online` learns thousands)
+            now = self._now
+            missing = [name for name in names if name not in now]
+            for name, base in zip(missing, self.base_counts(missing), strict=True):
+                now[name] = base or [0, 0, 0, 0]
+            for cls, _ in changes:
+                for name, k in entry.tokens.items():
+                    counts = now[name]
+                    counts[cls] += k
+                    counts[2 + cls] += 1
+        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        if self._linear is not None:
+            self._linear.update(before, self.counts_of(names))
+
+    def linear_sums(self) -> Linear:
+        """What the linear models sum over the whole vocabulary, the journal's counts in."""
+        if self._linear is None:
+            names = list(self.journal.tokens)
+            cols = self.vocab.lookup(names)
+            rows = [self.df.row(c) for c in (HAM, SPAM)], [self.tf.row(c) for c in (HAM, SPAM)]
+            self._linear = Linear(self.n_features, *rows)
+            tf, df = self.tf, self.df
+            base = [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
+            self._linear.update(base, self.counts_of(names))
+        return self._linear
+
+    def vocabulary_size(self) -> int:
+        """Tokens of the model and its journal: what a loaded model's vocabulary holds."""
+        return self.linear_sums().n_features if self.journal else self.n_features
 
     def class_sums(self, event: str) -> list[float]:
         """Per class, what the linear models sum over the whole vocabulary: the multinomial's
         token total, the Bernoulli's sum of log(1 - p) (the score of an empty message)."""
-        if event not in self._sums:
-            if event == "multinomial":
-                counts = self.df if MULTINOMIAL_BOOLEAN else self.tf
-                self._sums[event] = [float(sum(counts.row(c))) for c in (HAM, SPAM)]
-            else:
-                alpha = self.scoring.alpha
-                out = []
-                for c in (HAM, SPAM):
-                    denom = self.docs[c] + 2 * alpha
-                    # One log1p per distinct count, not per token: a Counter of the row runs in C.
-                    out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in Counter(self.df.row(c)).items()))
-                self._sums[event] = out
-        return self._sums[event]
+        sums = self.linear_sums()
+        if event == "multinomial":
+            return [float(t) for t in (sums.df_totals if MULTINOMIAL_BOOLEAN else sums.tf_totals)]
+        alpha = self.scoring.alpha
+        out = []
+        for c in (HAM, SPAM):
+            denom = self.docs[c] + 2 * alpha
+            out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
+        return out
+
+
+class Linear:
+    """Vocabulary-wide sums of a model with a journal, kept up to date as tokens' counts change:
+    how many tokens, per class the totals of tf and df, and how many tokens hold each df."""
+
+    def __init__(self, n_features: int, df_rows: list, tf_rows: list) -> None:
+        self.n_features = n_features
+        self.df_totals = [sum(row) for row in df_rows]
+        self.tf_totals = [sum(row) for row in tf_rows]
+        # One log1p per distinct count, not per token: a Counter of the row runs in C.
+        self.df_values = [Counter(row) for row in df_rows]
+
+    def update(self, before: list[list[int] | None], after: list[list[int] | None]) -> None:
+        """Tokens' counts (tf ham, tf spam, df ham, df spam) went from `before` (None: no such token) to `after`."""
+        for old, new in zip(before, after, strict=True):
+            if new is None:
+                continue
+            if old is None:
+                self.n_features += 1
+            for c in (HAM, SPAM):
+                self.tf_totals[c] += new[c] - (old[c] if old else 0)
+                self.df_totals[c] += new[2 + c] - (old[2 + c] if old else 0)
+                if old is not None:
+                    self.df_values[c][old[2 + c]] -= 1
+                self.df_values[c][new[2 + c]] += 1
 
 
 def logaddexp(a: float, b: float) -> float:
@@ -277,12 +438,12 @@ def logsumexp(terms: list[float]) -> float:
     top = max(terms, default=-math.inf)
     if not math.isfinite(top):
         top = 0.0
-    total = math.fsum(math.exp(t - top) for t in terms)
+    total = math.fsum([math.exp(t - top) for t in terms])
     return top + math.log(total) if total > 0 else -math.inf
 
 
 def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
-    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (nb.log_chi2_tails)."""
+    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (chi2.log_chi2_tails)."""
     if n <= 0:
         return 0.0, -math.inf
     m = max(chi / 2.0, 0.0)

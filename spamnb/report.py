@@ -12,7 +12,7 @@ import numpy as np
 from spamnb import nb
 from spamnb.classifier import Scored
 from spamnb.metrics import Report
-from spamnb.model import Explanation, Model, Scoring
+from spamnb.model import HAM_LOSS, Explanation, Model, Scoring
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -150,7 +150,8 @@ def summary(model: Model, path: str) -> dict[str, Any]:
 
 
 def verdict_summary(model: Model) -> dict[str, Any]:
-    """Where the cut-offs fall in log-odds, and whether a calibration was fitted at all."""
+    """Where the cut-offs fall in log-odds, whether a calibration was fitted at all, and
+    whether the ham-loss floor (model.ham_loss_floor) is what sets the spam verdict."""
     scoring = model.scoring
 
     def finite(x: float) -> float | None:
@@ -159,8 +160,10 @@ def verdict_summary(model: Model) -> dict[str, Any]:
     return {
         # Train fits a calibration only with enough of each class (classifier.CALIBRATION_MIN).
         "calibrated": scoring.calibration != Scoring().calibration,
-        "spam_from_log_odds": finite(scoring.log_odds_at(scoring.spam_cutoff)),
+        "spam_from_log_odds": finite(scoring.log_odds_at(max(scoring.spam_cutoff, scoring.spam_floor))),
         "ham_to_log_odds": finite(scoring.log_odds_at(scoring.ham_cutoff)),
+        "floor_sets_spam": scoring.spam_floor >= scoring.spam_cutoff,
+        "ham_loss_budget": HAM_LOSS,
     }
 
 
@@ -185,7 +188,11 @@ def verdicts_line(scoring: dict[str, Any], verdicts: dict[str, Any]) -> str:
     def at(x: float | None) -> str:
         return "never" if x is None else f"log-odds {x:+.2f}"
 
-    line = f"spam at P >= {scoring['spam_cutoff']} ({at(verdicts['spam_from_log_odds'])}), ham at P <= {scoring['ham_cutoff']} ({at(verdicts['ham_to_log_odds'])})"
+    spam = f"P > {scoring['spam_floor']:.6g}" if verdicts["floor_sets_spam"] else f"P >= {scoring['spam_cutoff']}"
+    line = f"spam at {spam} ({at(verdicts['spam_from_log_odds'])}), ham at P <= {scoring['ham_cutoff']} ({at(verdicts['ham_to_log_odds'])})"
+    if verdicts["floor_sets_spam"]:
+        budget = f"{100 * verdicts['ham_loss_budget']:g}%"
+        line += f"; spam needs more than P >= {scoring['spam_cutoff']} while so few messages are learnt: at most {budget} of ham lost, by the model's estimate"
     if not verdicts["calibrated"]:
         line += "; P(spam) not calibrated yet (too few messages of a class learnt): raw log-odds"
     return line

@@ -47,16 +47,23 @@ class SortedTokens:
     def landmarks(self) -> tuple[list[bytes], int]:
         """The landmark tokens and the stride between them."""
         if self._landmarks is None:
-            blob, base, off = self.blob, self.base, self.offsets
+            blob, base, off, end = self.blob, self.base, self.offsets, self.size + 1
             stride = max(1, -(-len(self) // self.LANDMARKS))
-            marks = [blob[base + off[i] : base + off[i + 1] - 1] for i in range(0, len(self), stride)]
+            marks = []
+            for i in range(0, len(self), stride):
+                a, b = off[i], off[i + 1]
+                if not 0 <= a < b <= end:
+                    raise OffsetError(i)
+                marks.append(blob[base + a : base + b - 1])
             self._landmarks = marks, stride
         return self._landmarks
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
         # The binary search is written out: through bisect and __getitem__ it took
         # 10 ms of a 25 ms one-message pipe run (339 tokens, 140k-token model), inline 3 ms.
-        blob, base, off = self.blob, self.base, self.offsets
+        # Every offset read is checked (from 0, rising, to the blob's end): the pipe does not
+        # read all of a big model's offsets, and crafted ones must not pick the verdict.
+        blob, base, off, end = self.blob, self.base, self.offsets, self.size + 1
         n = len(off) - 1
         marks, stride = self.landmarks()
         out = []
@@ -67,12 +74,28 @@ class SortedTokens:
             lo, hi = max(j - 1, 0) * stride + (j > 0), min(j * stride, n)
             while lo < hi:
                 mid = (lo + hi) >> 1
-                if blob[base + off[mid] : base + off[mid + 1] - 1] < key:
+                a, b = off[mid], off[mid + 1]
+                if not 0 <= a < b <= end:
+                    raise OffsetError(mid)
+                if blob[base + a : base + b - 1] < key:
                     lo = mid + 1
                 else:
                     hi = mid
-            out.append(lo if lo < n and blob[base + off[lo] : base + off[lo + 1] - 1] == key else -1)
+            if lo < n:
+                a, b = off[lo], off[lo + 1]
+                if not 0 <= a < b <= end:
+                    raise OffsetError(lo)
+                out.append(lo if blob[base + a : base + b - 1] == key else -1)
+            else:
+                out.append(-1)
         return out
+
+
+class OffsetError(ValueError):
+    """A token's offsets do not lie rising within the token blob."""
+
+    def __init__(self, i: int) -> None:
+        super().__init__(f"token offsets do not rise within the token blob (token {i:,})")
 
 
 def blob_offsets(blob: bytes) -> list[int]:

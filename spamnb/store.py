@@ -19,16 +19,17 @@ would be 2.4 MB but take 4x longer to open and lose the mapping.
 from __future__ import annotations
 
 import contextlib
+import math
 import mmap
 import os
 import zlib
-from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
 
-from spamnb import nb
+from spamnb import journal, modelcheck, nb
 from spamnb.features import SortedTokens, Vocabulary, token_offsets
+from spamnb.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
 from spamnb.model import Model, Scoring
 from spamnb.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,
@@ -38,6 +39,7 @@ from spamnb.npzview import (  # Member and default_path: this module's names bef
     Member,  # noqa: F401
     ModelError,
     default_path,  # noqa: F401
+    open_model,
     zip_directory,
 )
 from spamnb.tokens import TokenSettings
@@ -101,25 +103,7 @@ def save(model: Model, path: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-
-
-def temp_prefix(path: str) -> str:
-    """Temporary files of one model's saves: `.MODEL.spamnb-XXXX.tmp` beside it."""
-    return f".{os.path.basename(path)}.spamnb-"
-
-
-def remove_stale_temporaries(path: str) -> None:
-    """Delete what saves of this model killed part way (kill -9, power loss) left behind.
-
-    Called under the model's lock: no save of this model is under way, so every one
-    of its temporary files is stale.  Other models' files have other prefixes.
-    """
-    folder, prefix = os.path.dirname(path), temp_prefix(path)
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+    journal.remove(path)  # its changes are in the model now, renamed into place for good (saves are under the lock)
 
 
 def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
@@ -143,6 +127,7 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     with it the vocabulary becomes a dictionary that training can extend.  With
     `scoring_only` the file is mapped, not read: counts are read-only views, the
     learnt digests are left unread, and the model cannot be saved (the pipe path).
+    Either way every header is checked before any data is read (see modelcheck).
     """
     if scoring_only and not growable:
         try:
@@ -153,34 +138,127 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
             mapped = None
         if mapped is not None:
             return mapped
-    import zipfile  # np.load imports it anyway; here for BadZipFile
+    import zipfile  # off the pipe's start-up (see zip_directory)
 
     try:
-        npz = np.load(path, allow_pickle=False)
-        if not isinstance(npz, np.lib.npyio.NpzFile):  # a lone .npy array
-            raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
-        with npz:
-            check_expansion(path, npz.zip.infolist())
-            missing = [k for k in REQUIRED if k not in npz.files]
-            if missing:
-                raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
-            check_identity(path, npz["format"], npz["version"])
-            arrays = {k: npz[k] for k in (*REQUIRED, "offsets") if k in npz.files}
-            strays = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]  # raw bytes: no .npy
-            if strays:
-                raise ModelError(f"{path}: not a spamnb model ({', '.join(strays)} not arrays)")
+        with open_model(path) as file:
+            ident = file_identity(file)
+            arrays = read_arrays(path, file)
     except ModelError:
         raise
-    except FileNotFoundError as err:
-        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
-    except (OSError, ValueError, TypeError, KeyError, EOFError, MemoryError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
+    except (ValueError, TypeError, KeyError, EOFError, MemoryError, RecursionError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
+        # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
-    return from_arrays(arrays, path, growable)
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the model ({err.strerror or err})") from err
+    return with_journal(from_arrays(arrays, path, growable), path, ident)
+
+
+def file_identity(file: BinaryIO) -> bytes:
+    """journal.identity of an open model file (b"" for one that cannot be mapped, e.g. empty)."""
+    try:
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return journal.identity(mm)
+    except (OSError, ValueError):
+        return b""
+
+
+def with_journal(model: Model, path: str, ident: bytes) -> Model:
+    """The model with the changes of its journal (spamnb.journal) added: counts of the
+    tokens it learnt or forgot (new ones join the vocabulary), messages, digests."""
+    changes = journal.read(path, ident)
+    if not changes:
+        return model
+    vocab = model.learnable()
+    cols = np.asarray(vocab.grow(list(changes.tokens)), dtype=np.int64)
+    counts = model.counts
+    counts.grow(len(vocab))
+    if cols.size:
+        delta = np.array(list(changes.tokens.values()), dtype=np.int64).reshape(-1, 4)
+        for cls in (nb.HAM, nb.SPAM):
+            # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.add).
+            counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
+            counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
+    counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)
+    for digest, cls in changes.learnt.items():
+        if cls is None:
+            model.learnt.pop(digest, None)
+        else:
+            model.learnt[digest] = cls
+    return model
+
+
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
+    """The model's arrays, each header checked before its data is read or inflated."""
+    import zipfile
+
+    magic = file.read(len(NPY_MAGIC))
+    if magic == NPY_MAGIC:
+        raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
+    if magic[:4] not in ZIP_MAGIC:
+        raise ModelError(f"{path}: not a spamnb model (not a zip archive)")
+    file.seek(0)
+    file_size = os.fstat(file.fileno()).st_size
+    with zipfile.ZipFile(file) as archive:
+        entries = {info.filename: info for info in archive.infolist()}
+        check_expansion(path, list(entries.values()))
+        missing = [k for k in REQUIRED if f"{k}.npy" not in entries]
+        if missing:
+            raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
+        names = [k for k in (*REQUIRED, "offsets") if f"{k}.npy" in entries]
+
+        def member(name: str) -> tuple[BinaryIO, modelcheck.Header]:
+            stream = archive.open(entries[f"{name}.npy"])
+            try:
+                return stream, modelcheck.read_header(stream, entries[f"{name}.npy"].file_size)
+            except BaseException:
+                stream.close()
+                raise
+
+        def read(name: str, header: modelcheck.Header, stream: BinaryIO) -> np.ndarray:
+            data = stream.read(header.nbytes)
+            if len(data) != header.nbytes or stream.read(1):
+                raise ValueError(f"{name} holds other than the {header.nbytes:,} bytes it declares")
+            count = math.prod(header.shape)
+            flat = np.frombuffer(data, dtype=header.dtype, count=count) if count else np.zeros(0, header.dtype)
+            return flat.reshape(header.shape, order="F" if header.fortran else "C")
+
+        # Format and version first: another version's layout may differ, and deserves "retrain".
+        identity = {}
+        for name in ("format", "version"):
+            stream, header = member(name)
+            with stream:
+                try:
+                    modelcheck.check_member(name, header)
+                except ValueError as err:
+                    raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+                identity[name] = read(name, header, stream)
+        check_identity(path, identity["format"], identity["version"])
+        headers, streams = {}, {}
+        try:
+            for name in names:
+                streams[name], headers[name] = member(name)
+            try:
+                modelcheck.check_headers(headers)
+            except ValueError as err:
+                raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+            try:
+                modelcheck.check_budget(headers, file_size)
+            except ValueError as err:
+                raise ModelError(f"{path}: not a spamnb model ({err})") from err
+            return {name: read(name, headers[name], streams[name]) for name in names}
+        finally:
+            for stream in streams.values():
+                stream.close()
 
 
 # We store members uncompressed; a foreign file may compress them, but one that would
 # inflate past this size at more than this ratio is a zip bomb, refused unread.
+# (modelcheck.check_budget bounds the whole load by the file's size.)
 MAX_INFLATED = 1 << 24
 MAX_RATIO = 50
 
@@ -200,133 +278,97 @@ def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
         raise ModelError(f"{path}: model format version {int(version[()])}, this spamnb reads version {VERSION}; retrain")
 
 
-def check_offsets(offsets: np.ndarray, blob_size: int) -> None:
-    if offsets.ndim != 1 or offsets.size < 1 or int(offsets[-1]) != blob_size + 1:
-        raise ValueError("token offsets do not fit the token blob")
-
-
-def check_shapes(n_tokens: int, tf: tuple[int, ...], df: tuple[int, ...], docs: tuple[int, ...], learnt: tuple[int, ...], learnt_class: tuple[int, ...]) -> None:
-    """Counts for every token of both classes, and one class for each 16-byte digest."""
-    if tf != (2, n_tokens) or df != tf or docs != (2,):
-        raise ValueError(f"count arrays of shapes {tf}, {df}, {docs} for {n_tokens} tokens")
-    if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
-        raise ValueError("learnt digests of the wrong shape")
-
-
 def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
+    """The model of arrays whose headers were checked (modelcheck.check_headers)."""
     try:
         blob = a["tokens"].tobytes()
-        offsets = a.get("offsets")
-        if offsets is not None:
-            check_offsets(offsets, len(blob))
-        vocab = SortedTokens(blob, offsets)
-        tf = a["tf"].astype(np.int64)
-        df = a["df"].astype(np.int64)
-        docs = a["docs"].astype(np.int64)
+        modelcheck.check_values(a, len(blob))
+        vocab = SortedTokens(blob, a.get("offsets"))
+        if len(vocab) != a["tf"].shape[1]:
+            raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
         learnt, learnt_class = a["learnt"], a["learnt_class"]
-        check_shapes(len(vocab), tf.shape, df.shape, docs.shape, learnt.shape, learnt_class.shape)
-        if (docs < 0).any() or (tf < 0).any() or (df < 0).any():
-            raise ValueError("negative counts")
         model = Model(
-            tokens=TokenSettings.from_json(str(a["settings"])),
-            scoring=Scoring.from_json(str(a["scoring"])),
+            tokens=TokenSettings.from_json(str(a["settings"][()])),
+            scoring=Scoring.from_json(str(a["scoring"][()])),
             vocab=vocab,
-            counts=nb.Counts(docs, tf, df),
+            counts=nb.Counts(a["docs"].astype(np.int64), a["tf"].astype(np.int64), a["df"].astype(np.int64)),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
         )
-    except (ValueError, TypeError, UnicodeDecodeError) as err:
-        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
     if growable:
         model.growable()
     return model
+
+
+def describe(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return "settings nested too deeply"
+    return str(err)
 
 
 def load_mapped(path: str) -> Model | None:
     """The model for scoring, from a memory map of the file; None when the file is not plain.
 
     Reads the zip directory and the small arrays; the token blob, offsets and counts
-    stay in the page cache and are touched only where a lookup goes.  Validation of
-    shapes and format is the same as `load`'s; anything unexpected (a compressed
-    member, an old file without offsets) returns None for the full loader.
+    stay in the page cache and are touched only where a lookup goes.  Headers, shapes
+    and values are checked as `load` checks them; anything unexpected (a compressed
+    member, an old file without offsets, signed counts) returns None for the full loader.
     """
-    try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below; the map outlives it
-    except FileNotFoundError as err:
-        raise ModelError(f"{path}: no such model file; create it with `spamnb train`") from err
-    with file:
+    with open_model(path) as file:
         mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         directory = zip_directory(mm)
+        if journal.read(path, journal.identity(mm)):
+            return None  # the full loader adds the journal's changes to copies of the counts
         names = [*REQUIRED, "offsets"]
         if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
             return None
-        spans = {}
+        headers, data_at = {}, {}
         for k in names:
             info = directory[f"{k}.npy"]
             fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
             if fields[0] != b"PK\x03\x04":
                 return None
             start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
+            if start + info.size > len(mm):
+                raise ModelError(f"{path}: damaged spamnb model ({k} runs past the end of the file)")
             # A damaged file must fail, not score: the members' checksums cost ~1 ms per MB.
             if zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
                 raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
             file.seek(start)
-            version = np.lib.format.read_magic(file)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
-            else:
-                return None
-            if dtype.hasobject:
-                return None
-            spans[k] = (file.tell(), shape, dtype, fortran)
+            try:
+                headers[k] = modelcheck.read_header(file, info.size)
+            except ValueError:
+                return None  # an .npy header numpy reads another way: the full loader decides
+            data_at[k] = start + headers[k].data_at
 
     def array(k: str) -> np.ndarray:
-        offset, shape, dtype, fortran = spans[k]
-        count = int(np.prod(shape)) if shape else 1
+        h = headers[k]
+        count = math.prod(h.shape)
         if count == 0:
-            return np.zeros(shape, dtype=dtype)
+            return np.zeros(h.shape, dtype=h.dtype)
         # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
-        return np.frombuffer(mm, dtype=dtype, count=count, offset=offset).reshape(shape, order="F" if fortran else "C")
+        return np.frombuffer(mm, dtype=h.dtype, count=count, offset=data_at[k]).reshape(h.shape, order="F" if h.fortran else "C")
 
-    check_identity(path, array("format"), array("version"))
     try:
-        offsets = array("offsets")
-        blob_at, blob_shape, _, _ = spans["tokens"]
-        check_offsets(offsets, blob_shape[0])
-        vocab = SortedTokens(mm, offsets, base=blob_at, size=blob_shape[0])  # type: ignore[arg-type]
-        tf, df = array("tf"), array("df")
-        docs = array("docs").astype(np.int64)
-        check_shapes(len(vocab), tf.shape, df.shape, docs.shape, spans["learnt"][1], spans["learnt_class"][1])
-        # Counts are saved unsigned; signed ones could be negative: the full loader checks them.
-        if tf.dtype.kind != "u" or df.dtype.kind != "u" or (docs < 0).any():
-            raise ValueError("negative or signed counts")
+        for k in ("format", "version"):
+            modelcheck.check_member(k, headers[k])
+        check_identity(path, array("format"), array("version"))
+        modelcheck.check_headers(headers)
+        if headers["tf"].dtype.kind != "u" or headers["df"].dtype.kind != "u":
+            return None  # signed counts: the full loader checks every one
+        arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
+        blob_size = headers["tokens"].shape[0]
+        modelcheck.check_values(arrays, blob_size)
         return Model(
-            tokens=TokenSettings.from_json(str(array("settings")[()])),
-            scoring=Scoring.from_json(str(array("scoring")[()])),
-            vocab=vocab,
-            counts=nb.Counts(docs, tf, df),
+            tokens=TokenSettings.from_json(str(arrays["settings"][()])),
+            scoring=Scoring.from_json(str(arrays["scoring"][()])),
+            vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
+            counts=nb.Counts(arrays["docs"].astype(np.int64), arrays["tf"], arrays["df"]),
             scoring_only=True,
         )
-    except (ValueError, TypeError, UnicodeDecodeError) as err:
-        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
-
-
-@contextlib.contextmanager
-def locked(path: str) -> Iterator[None]:
-    """Hold an exclusive lock beside the model, so concurrent learners serialise."""
-    path = os.path.realpath(path)  # one lock for every symlink to a model
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    import fcntl
-
-    with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            remove_stale_temporaries(path)
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
 
 
 def empty_model(tokens: TokenSettings, scoring: Scoring) -> Model:

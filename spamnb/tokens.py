@@ -36,7 +36,7 @@ FIELD_OF_PREFIX = {"": 0, "url:": 0, "skip:": 0, "received:": 1, "rcvd-ip:": 1, 
 # The fields a mailing list's server adds to every message it relays (RFC 2369's List-*,
 # RFC 2919's List-Id, Mailman's X-BeenThere and X-Mailman-Version) name the list that
 # carried a message, not its writer: spam posted to a list gets them as its ham does.
-# Field NOT_EVIDENCE: Fisher leaves their tokens out (nb.Fisher.by_field).  The linear
+# Field NOT_EVIDENCE: Fisher leaves their tokens out (events.Fisher.by_field).  The linear
 # models keep them: without them (5 folds, SpamAssassin) multinomial 1-AUC 0.053% -> 0.077%,
 # Bernoulli 0.056% -> 0.067%, worse on all seven splits tried.
 NOT_EVIDENCE = -1
@@ -59,7 +59,7 @@ def field_ids(tokens: Sequence[str]) -> np.ndarray:
     """A small int per token, equal for the tokens of one header field (or of the body);
     NOT_EVIDENCE for those of a list server's fields.
 
-    Fisher counts each field's tokens as fewer independent tests (nb.Fisher.tests) apart:
+    Fisher counts each field's tokens as fewer independent tests (events.Fisher.tests) apart:
     a relay named on every Received line, an address's parts, a topic's words all repeat
     each other within their field, while the fields are witnesses of their own.
     """

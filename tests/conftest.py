@@ -10,11 +10,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import scipy.sparse
 
+from spamnb import nb
+from spamnb.events import Bernoulli, Linear
+from spamnb.features import Rows
 from spamnb.sources import Message
 
 ENVELOPE = b"From sender@example.com Mon Jan  1 00:00:00 2024"
@@ -179,6 +183,41 @@ def count_rows(docs: Sequence[Sequence[int]], n_features: int) -> scipy.sparse.c
     keep = cols >= 0
     data = np.ones(int(keep.sum()), dtype=np.float64)
     return scipy.sparse.coo_matrix((data, (rows[keep], cols[keep])), shape=(len(docs), n_features)).tocsr()
+
+
+def rows_of(X: Any, fields: np.ndarray | None = None) -> Rows:
+    """The rows of a scipy sparse or numpy count matrix as flat Rows; `fields` per column."""
+    X = scipy.sparse.csr_matrix(np.atleast_2d(X.toarray() if hasattr(X, "toarray") else np.asarray(X)))
+    X.sort_indices()
+    return Rows(X.indices.astype(np.int64), X.data.astype(np.int64), np.diff(X.indptr), None if fields is None else fields[X.indices])
+
+
+def counts_of(X: Any, y: np.ndarray) -> nb.Counts:
+    """The counts of the rows of a count matrix X with classes y."""
+    counts = nb.Counts.empty(X.shape[1])
+    counts.add(rows_of(X), y)
+    return counts
+
+
+def log_odds(model: nb.EventModel, counts: nb.Counts, X: Any, least: int | None = None) -> np.ndarray:
+    """Log-odds of the rows of a count matrix X under a model of `counts`, tokens learnt
+    from the same `least` (default the model's `duplicate_min`) or more messages counted once."""
+    least = model.duplicate_min if least is None else least
+    table, b = model.table(counts)
+    return model.log_odds(table, b, rows_of(X), nb.duplicate_keys(counts, least=least))
+
+
+def joint_log_likelihood(model: Linear, counts: nb.Counts, X: Any) -> np.ndarray:
+    """log P(class) + log P(x | class) for each row of X, (n, 2), by dense algebra from the
+    model's `feature_log_prob`: what scikit-learn's predict_joint_log_proba gives."""
+    flp = model.feature_log_prob(counts)
+    prior = nb.class_log_prior(counts)
+    Xp = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+    Xp = np.atleast_2d(model.prepare(Xp))
+    if isinstance(model, Bernoulli):
+        neg = np.log1p(-np.exp(flp))
+        return Xp @ (flp - neg).T + neg.sum(axis=1) + prior
+    return Xp @ flp.T + prior
 
 
 @contextlib.contextmanager

@@ -7,17 +7,19 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from spamnb import classifier, nb
-from spamnb.model import Scoring, fit_platt, probabilities
+from spamnb import classifier, events, nb
+from spamnb.chi2 import log_chi2_tails
+from spamnb.features import Rows
+from spamnb.model import HAM_LOSS, Scoring, fit_platt, ham_loss_floor, probabilities
 from spamnb.tokens import Tokenizer, domain_suffixes, received_tokens, url_tokens
-from tests.conftest import count_rows
+from tests.conftest import count_rows, log_odds, rows_of
 
 
 def test_chi2_tails_match_scipy_far_into_both_tails():
     rng = np.random.default_rng(1)
     n = rng.integers(1, 400, 500)
     chi = rng.uniform(0, 12, 500) * n
-    log_q, log_p = nb.log_chi2_tails(chi, n)
+    log_q, log_p = log_chi2_tails(chi, n)
     q, p = chi2.logsf(chi, 2 * n), chi2.logcdf(chi, 2 * n)
     ok = q > -700
     assert np.allclose(log_q[ok], q[ok], atol=1e-9)
@@ -26,7 +28,7 @@ def test_chi2_tails_match_scipy_far_into_both_tails():
 
 
 def test_chi2_tails_of_no_tokens():
-    log_q, log_p = nb.log_chi2_tails(np.array([0.0]), np.array([0]))
+    log_q, log_p = log_chi2_tails(np.array([0.0]), np.array([0]))
     assert log_q[0] == 0.0 and log_p[0] == -np.inf
 
 
@@ -54,14 +56,14 @@ def test_fisher_matches_hand_computation():
         tf=np.array([[1, 9, 2], [4, 1, 2]]),
         df=np.array([[1, 8, 2], [4, 1, 2]]),
     )
-    model = nb.Fisher(alpha=0.45, independence=1.0, power=1.0, mean_weight=0.0)  # Robinson's combining as published
+    model = events.Fisher(alpha=0.45, independence=1.0, power=1.0, mean_weight=0.0)  # Robinson's combining as published
     f, seen = model.token_prob(counts)
     b, g = counts.df[1] / 5, counts.df[0] / 10
     n = counts.df.sum(axis=0)
     expect = (0.45 * 0.5 + n * b / (b + g)) / (0.45 + n)
     assert np.allclose(f, expect) and seen.all()
     X = np.array([[1, 0, 1], [0, 3, 0], [1, 1, 1]], dtype=float)
-    odds = nb.log_odds(model, counts, X)
+    odds = log_odds(model, counts, X)
     for row, lo in zip(X, odds, strict=True):
         indicator = hand_fisher([f[j] for j in np.flatnonzero(row)])
         assert probabilities(np.array([lo]))[0] == pytest.approx(indicator, abs=1e-12)
@@ -69,14 +71,14 @@ def test_fisher_matches_hand_computation():
 
 def test_fisher_tokens_never_seen_are_neutral_and_empty_messages_are_even():
     counts = nb.Counts(docs=np.array([2, 2]), tf=np.array([[1, 0], [0, 0]]), df=np.array([[1, 0], [0, 0]]))
-    odds = nb.log_odds(nb.Fisher(), counts, np.array([[0.0, 5.0], [0.0, 0.0]]))
+    odds = log_odds(events.Fisher(), counts, np.array([[0.0, 5.0], [0.0, 0.0]]))
     assert list(odds) == [0.0, 0.0]
 
 
 def test_fisher_log_odds_keep_ranking_where_the_indicator_rounds_to_one():
     # columns: sum ln f, sum ln(1 - f), tokens; both rows overwhelmingly spam
     z = np.array([[-1.0, -3000.0, 1000], [-1.0, -2000.0, 1000]])
-    lo = nb.Fisher().combine(z)
+    lo = events.Fisher().chi_square(z)
     assert np.all(np.isfinite(lo)) and lo[0] > lo[1] > 30
 
 
@@ -86,38 +88,38 @@ def test_fisher_counts_n_tokens_as_fewer_tests(independence: float, power: float
     z = np.array([[-40.0, -300.0, 40], [-6.0, -2.0, 4], [-0.2, -2.5, 1], [-900.0, -40.0, 700]])
     n = np.maximum(np.rint(independence * z[:, 2] ** power), 1)
     shrunk = np.column_stack([z[:, 0] * n / z[:, 2], z[:, 1] * n / z[:, 2], n])
-    published = nb.Fisher(independence=1.0, power=1.0, mean_weight=0.0)
-    ours = nb.Fisher(independence=independence, power=power, mean_weight=0.0)
-    np.testing.assert_allclose(ours.combine(z), published.combine(shrunk), rtol=1e-12)
+    published = events.Fisher(independence=1.0, power=1.0, mean_weight=0.0)
+    ours = events.Fisher(independence=independence, power=power, mean_weight=0.0)
+    np.testing.assert_allclose(ours.chi_square(z), published.chi_square(shrunk), rtol=1e-12)
     # fewer tests: less sure, same side
-    full = published.combine(z)
-    assert np.all(np.abs(ours.combine(z)) <= np.abs(full) + 1e-12)
-    assert np.all(np.sign(ours.combine(z)) == np.sign(full))
+    full = published.chi_square(z)
+    assert np.all(np.abs(ours.chi_square(z)) <= np.abs(full) + 1e-12)
+    assert np.all(np.sign(ours.chi_square(z)) == np.sign(full))
 
 
 def test_fisher_default_tests_grow_slower_than_the_tokens() -> None:
     """By default n tokens are n ** 0.8 tests: all of a short message's, a third of a long one's."""
-    model = nb.Fisher(mean_weight=0.0)
+    model = events.Fisher(mean_weight=0.0)
     # the same mean ln f, ln(1 - f) per token; only the number of tokens differs
     z = np.array([[-0.3, -1.5, 1.0]]) * np.array([[1], [2], [32], [400]])
     tests = np.array([1.0, 2.0, 16.0, 121.0])  # round(n ** 0.8) for n = 1, 2, 32, 400
-    as_tests = nb.Fisher(independence=1.0, power=1.0, mean_weight=0.0).combine(np.column_stack([-0.3 * tests, -1.5 * tests, tests]))
-    np.testing.assert_allclose(model.combine(z), as_tests, rtol=1e-12)
+    as_tests = events.Fisher(independence=1.0, power=1.0, mean_weight=0.0).chi_square(np.column_stack([-0.3 * tests, -1.5 * tests, tests]))
+    np.testing.assert_allclose(model.chi_square(z), as_tests, rtol=1e-12)
 
 
 def test_fisher_adds_the_geometric_mean_rule() -> None:
     """The default log-odds: the chi-square indicator's logit plus 5 times the mean ln(f / (1 - f))."""
     z = np.array([[-40.0, -300.0, 40], [-6.0, -2.0, 4], [-0.2, -2.5, 1], [-900.0, -40.0, 700], [-1.4, -1.4, 2]])
-    chi_square = nb.Fisher(mean_weight=0.0).combine(z)
+    chi_square = events.Fisher(mean_weight=0.0).chi_square(z)
     mean_logit = (z[:, 0] - z[:, 1]) / z[:, 2]
-    np.testing.assert_allclose(nb.Fisher().combine(z), chi_square + 5.0 * mean_logit, rtol=1e-12)
-    np.testing.assert_allclose(nb.Fisher().combine(z, 0.5) - nb.Fisher().combine(z), 0.5, rtol=1e-12)
+    np.testing.assert_allclose(events.Fisher().chi_square(z), chi_square + 5.0 * mean_logit, rtol=1e-12)
+    np.testing.assert_allclose(events.Fisher().chi_square(z, 0.5) - events.Fisher().chi_square(z), 0.5, rtol=1e-12)
     # It ranks where both tests saturate: many strong words of both kinds, one side stronger.
     both = np.array([[-2000.0, -2100.0, 1000], [-2000.0, -2300.0, 1000]])
-    assert nb.Fisher(mean_weight=0.0).combine(both)[0] == pytest.approx(nb.Fisher(mean_weight=0.0).combine(both)[1], abs=1e-9)
-    assert nb.Fisher().combine(both)[1] > nb.Fisher().combine(both)[0]
+    assert events.Fisher(mean_weight=0.0).chi_square(both)[0] == pytest.approx(events.Fisher(mean_weight=0.0).chi_square(both)[1], abs=1e-9)
+    assert events.Fisher().chi_square(both)[1] > events.Fisher().chi_square(both)[0]
     # Neutral evidence (f = 1/2) and an empty message stay exactly undecided.
-    assert list(nb.Fisher().combine(np.array([[2 * np.log(0.5), 2 * np.log(0.5), 2.0], [0.0, 0.0, 0.0]]))) == [0.0, 0.0]
+    assert list(events.Fisher().chi_square(np.array([[2 * np.log(0.5), 2 * np.log(0.5), 2.0], [0.0, 0.0, 0.0]]))) == [0.0, 0.0]
 
 
 def test_platt_fit_recovers_a_known_calibration():
@@ -156,50 +158,109 @@ def test_scoring_calibration_round_trips_and_maps_log_odds():
         Scoring(calibration=(0.0, 1.0))
 
 
+def expected_ham_flagged(z: np.ndarray, positive: np.ndarray, calibration: tuple[float, float], floor: float) -> float:
+    """The ham the held-out messages above `floor` are expected to hold (ham_loss_floor's estimate)."""
+    a, b = calibration
+    p = probabilities(a * z + b)
+    noise = 0.5 / (len(z) + 1)
+    return float((noise + (1 - 2 * noise) * (1 - p))[p > floor].sum())
+
+
+def scores(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    positive = rng.random(n) < 0.3
+    return np.where(positive, rng.normal(12, 8, n), rng.normal(-25, 8, n)), positive
+
+
+@pytest.mark.parametrize("n", [60, 300, 3000])
+def test_ham_loss_floor_flags_as_many_as_the_budget_allows(n: int) -> None:
+    z, positive = scores(np.random.default_rng(n), n)
+    calibration = fit_platt(z, positive)
+    floor = ham_loss_floor(z, positive, calibration)
+    budget = HAM_LOSS * int((~positive).sum())
+    assert expected_ham_flagged(z, positive, calibration, floor) <= budget
+    # The next message down (the one at the floor) would have broken the budget.
+    p = probabilities(calibration[0] * z + calibration[1])
+    assert floor in p
+    assert expected_ham_flagged(z, positive, calibration, np.nextafter(floor, 0.0)) > budget
+
+
+def test_ham_loss_floor_falls_as_more_is_learnt() -> None:
+    rng = np.random.default_rng(3)
+    floors = []
+    for n in (100, 5000):
+        z, positive = scores(rng, n)
+        floors.append(ham_loss_floor(z, positive, fit_platt(z, positive)))
+    # The same two score distributions: from 100 messages the floor is above the 0.95
+    # cut-off, from 5,000 below it.
+    assert floors[0] > 0.95 > floors[1]
+
+
+def test_ham_loss_floor_without_ham_or_over_budget() -> None:
+    assert ham_loss_floor(np.array([5.0, 6.0]), np.array([True, True]), (1.0, 0.0)) == 0.0
+    # All held-out messages within the budget: no floor.
+    assert ham_loss_floor(np.array([5.0, -30.0]), np.array([True, False]), (1.0, 0.0), budget=2.0) == 0.0
+
+
+def test_a_spam_verdict_needs_the_cut_off_and_the_floor() -> None:
+    from spamnb import onemessage
+
+    s = Scoring(spam_floor=0.99)
+    assert [s.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]
+    assert Scoring.from_json(s.to_json()) == s
+    light = onemessage.Scoring.from_json(s.to_json())
+    assert [light.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]
+    assert onemessage.Scoring.from_json(Scoring().to_json()).spam_floor == 0.0
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError):
+            Scoring(spam_floor=bad)
+        with pytest.raises(ValueError):
+            onemessage.Scoring.from_json(f'{{"spam_floor": {bad}}}')
+
+
 def test_calibrated_needs_enough_of_both_classes():
     counts = nb.Counts(docs=np.array([3, 3]), tf=np.ones((2, 2), np.int64), df=np.ones((2, 2), np.int64))
     X = count_rows([[0], [1]], 2)
     s = Scoring()
-    assert classifier.calibrated(s, s.event_model(), counts, classifier.Flat.of_matrix(X), np.array([0, 1])) is s
+    assert classifier.calibrated(s, s.event_model(), counts, rows_of(X), np.array([0, 1])) is s
 
 
 @pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
-def test_held_out_log_odds_on_flat_rows_match_the_matrix_path(event: str) -> None:
-    """train's calibration scores each held-out message from flat arrays (no scipy); the
-    same messages as a sparse matrix through fold_log_odds give the same log-odds."""
+def test_held_out_log_odds_are_those_of_a_model_without_the_fold(event: str) -> None:
+    """train's calibration (each fold's table over its messages' columns only) gives each
+    held-out message the log-odds of a model of the other folds (fold_log_odds)."""
     rng = np.random.default_rng(7)
     n, v = 60, 40
     X = count_rows([list(rng.choice(v, size=rng.integers(1, 12), replace=False)) for _ in range(n)], v)
     X.data[:] = rng.integers(1, 4, size=X.nnz)
     y = rng.integers(0, 2, size=n)
-    model = nb.event_model(event)
-    total = classifier.counts_of(X, y, v)
-    flat = classifier.Flat.of_matrix(X)
+    model = events.event_model(event)
+    total = classifier.counts_of(rows_of(X), y, v)
+    flat = rows_of(X)
     got = classifier.held_out_log_odds(model, total, flat, y, k=3)
     part = np.arange(n) % 3
     for fold in range(3):
         rows = np.flatnonzero(part == fold)
-        train = total - classifier.counts_of(X[rows], y[rows], v)
-        want = classifier.fold_log_odds(model, train, X[rows])
+        train = total - classifier.counts_of(rows_of(X[rows]), y[rows], v)
+        want = classifier.fold_log_odds(model, train, rows_of(X[rows]))
         np.testing.assert_allclose(got[rows], want, rtol=1e-12, atol=1e-12)
-    # select keeps each chosen message's entries whole and in order
+    # take keeps each chosen message's entries whole and in order
     pick = part == 1
-    chosen = flat.select(pick)
+    chosen = flat.take(np.flatnonzero(pick))
     assert list(chosen.lengths) == list(np.diff(X.indptr)[pick])
     assert list(chosen.cols) == [c for i in np.flatnonzero(pick) for c in X.indices[X.indptr[i] : X.indptr[i + 1]]]
 
 
-def whole_vocabulary_held_out(event: nb.EventModel, total: nb.Counts, flat: classifier.Flat, y: np.ndarray, k: int) -> np.ndarray:
+def whole_vocabulary_held_out(event: nb.EventModel, total: nb.Counts, flat: Rows, y: np.ndarray, k: int) -> np.ndarray:
     """held_out_log_odds as it was: each fold's table over every column of the vocabulary."""
     odds = np.zeros(len(y))
     part = np.arange(len(y)) % k
     for fold in range(k):
         rows = part == fold
-        held = flat.select(rows)
+        held = flat.take(np.flatnonzero(rows))
         out = nb.Counts.empty(total.n_features)
-        out.add_flat(held.cols, held.counts, held.lengths, y[rows], np.ones(int(rows.sum()), np.int64))
+        out.add(held, y[rows])
         table, b, keys = classifier.fold_model(event, total - out)
-        odds[rows] = nb.flat_log_odds(event, table, b, held.cols, held.counts, held.lengths, keys)
+        odds[rows] = event.log_odds(table, b, held, keys)
     return odds
 
 
@@ -215,9 +276,9 @@ def test_held_out_log_odds_over_the_folds_columns_equal_the_whole_vocabulary_one
     X = count_rows([sorted({*rng.choice(v, size=rng.integers(1, 15), replace=False), *rng.choice(8, size=3)}) for _ in range(n)], v)
     X.data[:] = rng.integers(1, 4, size=X.nnz)
     y = rng.integers(0, 2, size=n)
-    model = nb.event_model(event)
-    total = classifier.counts_of(X, y, v)
-    flat = classifier.Flat.of_matrix(X)
+    model = events.event_model(event)
+    total = classifier.counts_of(rows_of(X), y, v)
+    flat = rows_of(X)
     want = whole_vocabulary_held_out(model, total, flat, y, k=5)
     assert np.array_equal(classifier.held_out_log_odds(model, total, flat, y, k=5, jobs=jobs), want)
     assert (nb.duplicate_keys(total, least=model.duplicate_min) >= 0).any()  # the grouping is exercised
@@ -245,14 +306,17 @@ def test_used_columns_renumber_in_column_order() -> None:
     assert used[local].tolist() == cols.tolist()
 
 
-def test_entries_of_picks_rows_in_order_with_repeats_and_empty_rows() -> None:
+def test_rows_take_picks_messages_in_order_with_repeats_and_empty_ones() -> None:
     rng = np.random.default_rng(5)
     lengths = rng.integers(0, 6, size=40)
     which = rng.integers(0, 40, size=70)
     starts = np.cumsum(lengths) - lengths
     want = [e for i in which for e in range(starts[i], starts[i] + lengths[i])]
-    assert classifier.entries_of(lengths, which).tolist() == want
-    assert classifier.entries_of(lengths, np.zeros(0, np.int64)).tolist() == []
+    entries = np.arange(int(lengths.sum()))
+    taken = Rows(entries, entries * 2, lengths, entries * 3).take(which)
+    assert taken.cols.tolist() == want and taken.counts.tolist() == [2 * e for e in want] and taken.fields.tolist() == [3 * e for e in want]
+    assert taken.lengths.tolist() == lengths[which].tolist()
+    assert Rows(entries, entries, lengths).take(np.zeros(0, np.int64)).cols.tolist() == []
 
 
 def test_calibration_is_fitted_when_learning(tmp_path):

@@ -93,6 +93,20 @@ def test_inspect_places_the_cut_offs_in_log_odds(model: Path) -> None:
     assert scoring.log_odds_at(1.0) == math.inf and scoring.log_odds_at(0.0) == -math.inf
 
 
+def test_inspect_says_when_the_ham_loss_floor_sets_the_spam_verdict(model: Path) -> None:
+    from spamnb import report
+
+    young = store.load(str(model))
+    young.scoring = young.scoring.replace(calibration=(0.5, 1.0), spam_floor=0.99)
+    verdicts = report.verdict_summary(young)
+    assert verdicts["floor_sets_spam"] is True
+    assert verdicts["spam_from_log_odds"] == pytest.approx(young.scoring.log_odds_at(0.99))
+    line = report.verdicts_line(young.scoring._asdict(), verdicts)
+    assert line.startswith("spam at P > 0.99 ") and "at most 0.1% of ham lost" in line
+    young.scoring = young.scoring.replace(spam_floor=0.5)
+    assert report.verdict_summary(young)["floor_sets_spam"] is False
+
+
 def test_mbox_index_and_maildir_training_give_the_same_model(model: Path, corpus: Corpus, tmp_path: Path) -> None:
     from_mbox = tmp_path / "mbox.npz"
     ok("train", "-m", from_mbox, "--spam", corpus.spam_mbox, "--ham", corpus.ham_mbox)

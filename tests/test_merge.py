@@ -128,19 +128,26 @@ def test_merge_into_a_new_model_copies_settings_and_scoring(whole: Path, tmp_pat
         assert json.loads(str(a["scoring"])) == json.loads(str(b["scoring"]))
 
 
-def part(docs: tuple[int, int], calibration: tuple[float, float], event: str = "fisher") -> Model:
+def part(docs: tuple[int, int], calibration: tuple[float, float], event: str = "fisher", floor: float = 0.0) -> Model:
     counts = nb.Counts(np.array(docs, np.int64), np.zeros((2, 0), np.int64), np.zeros((2, 0), np.int64))
-    return Model(scoring=Scoring(event=event, calibration=calibration), counts=counts)
+    return Model(scoring=Scoring(event=event, calibration=calibration, spam_floor=floor), counts=counts)
 
 
 def test_calibration_is_the_mean_weighted_by_messages_of_the_parts_that_fitted_one() -> None:
     from spamnb.merge import MergeReport
 
     report = MergeReport()
-    parts = [part((0, 0), (1.0, 0.0)), part((30, 10), (9.0, 9.0)), part((30, 30), (2.0, -1.0)), part((60, 60), (0.5, 2.0)), part((100, 100), (7.0, 7.0), "multinomial")]
-    a, b = mean_calibration(parts, parts[0], report)
+    parts = [
+        part((0, 0), (1.0, 0.0)),
+        part((30, 10), (9.0, 9.0), floor=0.9),
+        part((30, 30), (2.0, -1.0), floor=0.99),
+        part((60, 60), (0.5, 2.0), floor=0.3),
+        part((100, 100), (7.0, 7.0), "multinomial", floor=0.5),
+    ]
+    fitted = mean_calibration(parts, parts[0], report)
     # Too few spam (10) in the second part to have fitted; the last scores otherwise.
     assert report.calibrations == 2
-    assert (a, b) == pytest.approx(((60 * 2.0 + 120 * 0.5) / 180, (60 * -1.0 + 120 * 2.0) / 180))
-    assert mean_calibration(parts[:2], parts[0], report) == (1.0, 0.0)
+    assert fitted["calibration"] == pytest.approx(((60 * 2.0 + 120 * 0.5) / 180, (60 * -1.0 + 120 * 2.0) / 180))
+    assert fitted["spam_floor"] == pytest.approx((60 * 0.99 + 120 * 0.3) / 180)
+    assert mean_calibration(parts[:2], parts[0], report) == {"calibration": (1.0, 0.0), "spam_floor": 0.0}
 

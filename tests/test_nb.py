@@ -14,15 +14,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
-from spamnb import classifier, nb, store
-from spamnb.features import Vocabulary, local_rows, rows_matrix
+from spamnb import classifier, events, nb, store
+from spamnb.features import Rows, Vocabulary, local_rows
 from spamnb.model import Model, Scoring
 from spamnb.sources import Message
 from spamnb.tokens import Tokenizer, field_ids
-from tests.conftest import LIST_SERVER_FIELDS, count_rows, labelled_messages, make_mail
+from tests.conftest import (
+    LIST_SERVER_FIELDS,
+    count_rows,
+    counts_of,
+    joint_log_likelihood,
+    labelled_messages,
+    log_odds,
+    make_mail,
+    rows_of,
+)
 
 ALPHAS = (0.01, 0.5, 1.0, 2.5)
-OURS_AND_THEIRS = ((functools.partial(nb.Multinomial, boolean=False), MultinomialNB), (nb.Bernoulli, BernoulliNB))
+OURS_AND_THEIRS = ((functools.partial(events.Multinomial, boolean=False), MultinomialNB), (events.Bernoulli, BernoulliNB))
 
 
 def random_counts(seed: int, n: int = 60, v: int = 40, density: float = 0.15) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
@@ -35,12 +44,6 @@ def random_counts(seed: int, n: int = 60, v: int = 40, density: float = 0.15) ->
     y = rng.integers(0, 2, n)
     y[:2] = [0, 1]
     return X.tocsr().astype(np.float64), y
-
-
-def counts_of(X: object, y: np.ndarray) -> nb.Counts:
-    counts = nb.Counts.empty()
-    counts.add(X, y)
-    return counts
 
 
 def assert_counts_equal(a: nb.Counts, b: nb.Counts) -> None:
@@ -59,10 +62,10 @@ def test_joint_log_likelihood_matches_scikit_learn(alpha: float, ours: type[nb.E
     model = ours(alpha)
     counts = counts_of(X, y)
     for data in (X, X_test, X_test.toarray()):
-        jll = nb.joint_log_likelihood(model, counts, data)
+        jll = joint_log_likelihood(model, counts, data)
         np.testing.assert_allclose(jll, reference.predict_joint_log_proba(data), rtol=0, atol=1e-9)
         # scikit-learn counts every token on its own: no duplicate evidence rule (least=0)
-        np.testing.assert_allclose(nb.log_odds(model, counts, data, least=0), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(log_odds(model, counts, data, least=0), jll[:, 1] - jll[:, 0], rtol=0, atol=1e-9)
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> None:
@@ -70,9 +73,9 @@ def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> N
     X_test, _ = random_counts(seed + 100, n=30)
     binary = (X > 0).astype(np.float64)
     reference = MultinomialNB(alpha=0.5).fit(binary, y)
-    model = nb.Multinomial(0.5)
+    model = events.Multinomial(0.5)
     assert model.boolean
-    jll = nb.joint_log_likelihood(model, counts_of(X, y), X_test)
+    jll = joint_log_likelihood(model, counts_of(X, y), X_test)
     np.testing.assert_allclose(jll, reference.predict_joint_log_proba((X_test > 0).astype(np.float64)), rtol=0, atol=1e-9)
 
 
@@ -86,17 +89,18 @@ def test_counts_are_what_they_say() -> None:
 
 def test_adding_two_halves_equals_adding_all() -> None:
     X, y = random_counts(7)
-    halves = nb.Counts.empty()
-    halves.add(X[:25], y[:25])
-    halves.add(X[25:], y[25:])
+    halves = nb.Counts.empty(X.shape[1])
+    halves.add(rows_of(X[:25]), y[:25])
+    halves.add(rows_of(X[25:]), y[25:])
     assert_counts_equal(halves, counts_of(X, y))
 
 
 def test_narrower_rows_first_then_wider_ones() -> None:
     X, y = random_counts(8)
     grown = nb.Counts.empty()
-    grown.add(X[:30, :20], y[:30])  # an earlier, smaller vocabulary
-    grown.add(X[30:], y[30:])
+    grown.add(rows_of(X[:30, :20]), y[:30])  # an earlier, smaller vocabulary
+    grown.add(rows_of(X[30:]), y[30:])
+    grown.grow(X.shape[1])  # the vocabulary's width: the last columns may be in no row
     head = X[:30].tolil()
     head[:, 20:] = 0
     assert_counts_equal(grown, counts_of(scipy.sparse.vstack([head.tocsr(), X[30:]]), y))
@@ -106,18 +110,18 @@ def test_subtracting_restores_the_counts() -> None:
     X, y = random_counts(9)
     counts = counts_of(X[:40], y[:40])
     before = nb.Counts(counts.docs.copy(), counts.tf.copy(), counts.df.copy())
-    counts.add(X[40:], y[40:])
-    counts.add(X[40:], y[40:], sign=-1)
+    counts.add(rows_of(X[40:]), y[40:])
+    counts.add(rows_of(X[40:]), y[40:], -np.ones(len(y) - 40, np.int64))
     assert_counts_equal(counts, before)
 
 
 @pytest.mark.parametrize("name", ["multinomial", "bernoulli"])
 def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
     X, y = random_counts(3)
-    model = nb.event_model(name, 1.0)
+    model = events.event_model(name, 1.0)
     counts = counts_of(X, y)
-    jll = nb.joint_log_likelihood(model, counts, np.zeros((1, X.shape[1])))
-    np.testing.assert_allclose(nb.log_odds(model, counts, np.zeros((1, X.shape[1])), least=0), jll[:, 1] - jll[:, 0], atol=1e-9)
+    jll = joint_log_likelihood(model, counts, np.zeros((1, X.shape[1])))
+    np.testing.assert_allclose(log_odds(model, counts, np.zeros((1, X.shape[1])), least=0), jll[:, 1] - jll[:, 0], atol=1e-9)
     if name == "multinomial":
         prior = np.log(counts.docs / counts.docs.sum())
         np.testing.assert_allclose(jll[0], prior, atol=1e-12)
@@ -127,26 +131,26 @@ def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
 def test_tokens_of_the_same_messages_are_one_piece_of_evidence(name: str) -> None:
     """Columns 0-2 were learnt from the same 12 messages (a list's headers): a message holding
     all three scores as one holding one of them; rarer twins (columns 3, 4) stay apart."""
-    least = nb.event_model(name).duplicate_min
+    least = events.event_model(name).duplicate_min
     df = np.array([[2, 2, 2, 0, 0, 5], [10, 10, 10, 1, 1, 1]])
     assert df[:, 0].sum() >= least > df[:, 3].sum()
     counts = nb.Counts(docs=np.array([20, 20]), tf=df.copy(), df=df)
-    model = nb.event_model(name)
+    model = events.event_model(name)
     one, three = np.array([[1.0, 0, 0, 0, 0, 1]]), np.array([[1.0, 1, 1, 0, 0, 1]])
-    assert nb.log_odds(model, counts, three) == pytest.approx(nb.log_odds(model, counts, one), abs=1e-12)
-    assert nb.log_odds(model, counts, three, least=0) > nb.log_odds(model, counts, one, least=0)
+    assert log_odds(model, counts, three) == pytest.approx(log_odds(model, counts, one), abs=1e-12)
+    assert log_odds(model, counts, three, least=0) > log_odds(model, counts, one, least=0)
     rare_one, rare_two = np.array([[0, 0, 0, 1.0, 0, 1]]), np.array([[0, 0, 0, 1.0, 1, 1]])
-    assert nb.log_odds(model, counts, rare_two) > nb.log_odds(model, counts, rare_one)
+    assert log_odds(model, counts, rare_two) > log_odds(model, counts, rare_one)
     # sparse rows score as dense ones, and a lone 1-d row as that row
     X = scipy.sparse.csr_matrix(np.vstack([one, three, rare_two]))
-    np.testing.assert_allclose(nb.log_odds(model, counts, X), nb.log_odds(model, counts, X.toarray()), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(nb.log_odds(model, counts, three[0]), nb.log_odds(model, counts, three), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(log_odds(model, counts, X), log_odds(model, counts, X.toarray()), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(log_odds(model, counts, three[0]), log_odds(model, counts, three), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize(("name", "alpha"), [("multinomial", 0), ("bernoulli", -1.0), ("gaussian", 1.0)])
 def test_bad_event_model_or_alpha(name: str, alpha: float) -> None:
     with pytest.raises(ValueError):
-        nb.event_model(name, alpha)
+        events.event_model(name, alpha)
 
 
 def test_one_class_model_is_refused() -> None:
@@ -165,12 +169,13 @@ TOKEN_LISTS = st.lists(st.lists(st.sampled_from(["a", "b", "c", "dd", "e-e", "ü
 
 @given(TOKEN_LISTS)
 def test_local_rows_are_each_messages_token_counts(token_lists: list[list[str]]) -> None:
-    rows = local_rows(token_lists)
-    assert rows.tokens == list(dict.fromkeys(t for tokens in token_lists for t in tokens))
+    chunk = local_rows(token_lists)
+    rows = chunk.rows
+    assert chunk.tokens == list(dict.fromkeys(t for tokens in token_lists for t in tokens))
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
     for i, tokens in enumerate(token_lists):
         part = slice(starts[i], starts[i + 1])
-        assert dict(zip([rows.tokens[c] for c in rows.cols[part]], rows.counts[part].tolist(), strict=True)) == Counter(tokens)
+        assert dict(zip([chunk.tokens[c] for c in rows.cols[part]], rows.counts[part].tolist(), strict=True)) == Counter(tokens)
 
 
 def test_count_buckets_are_exact_and_about_a_tenth_wide() -> None:
@@ -188,14 +193,14 @@ def test_count_buckets_are_exact_and_about_a_tenth_wide() -> None:
 
 def test_each_event_model_counts_duplicates_from_its_own_threshold() -> None:
     """Fisher groups tokens from 7 messages on; the linear models from DUPLICATE_MIN (10)."""
-    assert nb.event_model("fisher").duplicate_min == 7
-    assert nb.event_model("multinomial").duplicate_min == nb.event_model("bernoulli").duplicate_min == nb.DUPLICATE_MIN == 10
+    assert events.event_model("fisher").duplicate_min == 7
+    assert events.event_model("multinomial").duplicate_min == events.event_model("bernoulli").duplicate_min == nb.DUPLICATE_MIN == 10
     df = np.array([[0, 0, 5], [8, 8, 1]])  # columns 0 and 1: the same 8 spam messages
     counts = nb.Counts(docs=np.array([20, 20]), tf=df.copy(), df=df)
     one, two = np.array([[1.0, 0, 1]]), np.array([[1.0, 1, 1]])
-    fisher, multinomial = nb.event_model("fisher"), nb.event_model("multinomial")
-    assert nb.log_odds(fisher, counts, two) == pytest.approx(nb.log_odds(fisher, counts, one), abs=1e-12)
-    assert nb.log_odds(multinomial, counts, two) > nb.log_odds(multinomial, counts, one)
+    fisher, multinomial = events.event_model("fisher"), events.event_model("multinomial")
+    assert log_odds(fisher, counts, two) == pytest.approx(log_odds(fisher, counts, one), abs=1e-12)
+    assert log_odds(multinomial, counts, two) > log_odds(multinomial, counts, one)
 
 
 def test_duplicate_keys_join_tokens_whose_counts_agree_within_a_tenth() -> None:
@@ -229,47 +234,49 @@ def with_unknown_columns(model: nb.EventModel, table: np.ndarray, cols: np.ndarr
     return cols, np.concatenate((table, extra))
 
 
+def dense_sums(model: nb.EventModel, table: np.ndarray, X: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
+    """Each row's sum of table rows, by dense algebra: prepare(X) @ table, tokens sharing a
+    duplicate key in a row counted 1/k each."""
+    x = np.asarray(model.prepare(np.asarray(X, dtype=np.float64)), dtype=np.float64)
+    if keys is not None:
+        for row in x:
+            present = np.flatnonzero(row)
+            for key in set(keys[present]) - {-1}:
+                group = present[keys[present] == key]
+                row[group] /= len(group)
+    return x @ table
+
+
 @settings(max_examples=60)
 @given(TOKEN_LISTS, st.sampled_from(["fisher", "multinomial", "bernoulli"]), st.integers(0, 3))
-def test_flat_scoring_is_the_sparse_product_bit_for_bit(token_lists: list[list[str]], event: str, seed: int) -> None:
-    """Batch classify's numpy scoring against nb.batch_log_odds on the scipy matrix: bit for
-    bit on the known tokens; tokens the vocabulary lacks as columns of `unknown_row` there."""
+def test_scoring_is_the_dense_algebra_and_does_not_depend_on_the_chunking(token_lists: list[list[str]], event: str, seed: int) -> None:
+    """EventModel.log_odds, the one scoring path: the event model's combining of the dense
+    product; tokens the vocabulary lacks score as columns of `unknown_row`; duplicate keys
+    count a group once; each message scores bit for bit as in any batch."""
     X, y = random_counts(seed, v=5)
-    model = nb.event_model(event)
-    table, b = model.table(counts_of(X, y))
-    rows = local_rows(token_lists)
-    cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(rows.tokens), dtype=np.int64)[rows.cols]
-    known = cols >= 0
-    n_known = np.bincount(np.repeat(np.arange(len(rows.lengths)), rows.lengths)[known], minlength=len(rows.lengths))
-    np.testing.assert_array_equal(
-        nb.flat_log_odds(model, table, b, cols[known], rows.counts[known], n_known),
-        nb.batch_log_odds(model, table, b, rows_matrix(cols[known], rows.counts[known], n_known, 5)),
-    )
-    wide_cols, wide_table = with_unknown_columns(model, table, cols)
-    X_rows = rows_matrix(wide_cols, rows.counts, rows.lengths, len(wide_table))
-    np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths), nb.batch_log_odds(model, wide_table, b, X_rows), rtol=1e-12, atol=1e-12)
-    # With duplicate evidence counted once (least=1: every token keyed, so groups form),
-    # the flat path scales each entry, the matrix path takes the surplus off: same sums.
+    model = events.event_model(event)
     df = np.array([[1, 0, 1, 2, 0], [2, 3, 2, 0, 3]])  # f and a share (1, 2), c and e-e (0, 3)
-    counts = nb.Counts(np.array([3, 3]), df * 2, df)
-    keys = nb.duplicate_keys(counts, least=1)
-    assert keys[0] == keys[2] and keys[1] == keys[4]
-    table, b = model.table(counts)
-    wide_cols, wide_table = with_unknown_columns(model, table, cols)
-    wide_keys = np.concatenate((keys, np.full(len(wide_table) - len(keys), -1)))
-    grouped = nb.batch_log_odds(model, wide_table, b, X_rows, wide_keys)
-    np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys), grouped, rtol=1e-12, atol=1e-12)
-    if event != "fisher" and any({"f", "a"} <= set(tokens) for tokens in token_lists):
-        # (Fisher may not move: it counts at least one test, however few the tokens)
-        assert not np.allclose(grouped, nb.batch_log_odds(model, wide_table, b, X_rows))  # the rule did something
-    # Fields: per entry on the flat path, per column on the matrix path; one field for all is no fields.
-    fields = field_ids(rows.tokens)[rows.cols]
-    wide_fields = np.zeros(len(wide_table), np.int64)
-    wide_fields[wide_cols] = fields
-    by_field = nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys, fields)
-    np.testing.assert_allclose(by_field, nb.batch_log_odds(model, wide_table, b, X_rows, wide_keys, wide_fields), rtol=1e-12, atol=1e-12)
-    one_field = nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, keys, np.zeros_like(fields))
-    np.testing.assert_allclose(one_field, grouped, rtol=1e-12, atol=1e-12)
+    for counts, least in ((counts_of(X, y), 0), (nb.Counts(np.array([3, 3]), df * 2, df), 1)):
+        keys = nb.duplicate_keys(counts, least=least)
+        table, b = model.table(counts)
+        chunk = local_rows(token_lists)
+        cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(chunk.tokens), dtype=np.int64)[chunk.rows.cols]
+        rows = chunk.rows._replace(cols=cols)
+        got = model.log_odds(table, b, rows, keys)
+        wide_cols, wide_table = with_unknown_columns(model, table, cols)
+        wide_keys = np.concatenate((keys, np.full(len(wide_table) - len(keys), -1)))
+        dense = Rows(wide_cols, rows.counts, rows.lengths)
+        X_dense = np.zeros((len(rows.lengths), len(wide_table)))
+        X_dense[np.repeat(np.arange(len(rows.lengths)), rows.lengths), wide_cols] = rows.counts
+        sums = dense_sums(model, wide_table, X_dense, wide_keys)
+        want = model.chi_square(sums, b) if event == "fisher" else sums + b
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(model.log_odds(wide_table, b, dense, wide_keys), got, rtol=1e-12, atol=1e-12)
+        for i in range(len(rows.lengths)):
+            assert model.log_odds(table, b, rows.take(np.array([i])), keys)[0] == got[i]
+        # One field for all is no fields (Fisher); a linear model ignores fields.
+        one_field = model.log_odds(table, b, rows._replace(fields=np.zeros_like(cols)), keys)
+        np.testing.assert_allclose(one_field, got, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("event", ["fisher", "multinomial"])
@@ -299,14 +306,15 @@ def test_fisher_by_field_is_the_same_however_the_fields_are_numbered(token_lists
     """Only which tokens share a field counts: ids far apart (per (row, field) groups by a
     sort, not a count per possible slot) or shuffled give the same log-odds."""
     X, y = random_counts(seed, v=5)
-    model = nb.Fisher()
+    model = events.Fisher()
     table, b = model.table(counts_of(X, y))
-    rows = local_rows(token_lists)
-    cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(rows.tokens), dtype=np.int64)[rows.cols]
-    fields = np.array([len(t) % 3 for t in rows.tokens], dtype=np.int64)[rows.cols]  # three fields by token length
-    want = nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, fields=fields)
+    chunk = local_rows(token_lists)
+    rows = chunk.rows
+    cols = np.asarray(Vocabulary(["f", "c", "a", "ü", "e-e"]).lookup(chunk.tokens), dtype=np.int64)[rows.cols]
+    fields = np.array([len(t) % 3 for t in chunk.tokens], dtype=np.int64)[rows.cols]  # three fields by token length
+    want = model.log_odds(table, b, Rows(cols, rows.counts, rows.lengths, fields))
     for renumbered in (fields * 100_000 + 7, (2 - fields) * 3):
-        np.testing.assert_allclose(nb.flat_log_odds(model, table, b, cols, rows.counts, rows.lengths, fields=renumbered), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(model.log_odds(table, b, Rows(cols, rows.counts, rows.lengths, renumbered)), want, rtol=1e-12, atol=1e-12)
 
 
 def test_fisher_counts_each_field_as_tests_apart() -> None:
@@ -315,21 +323,21 @@ def test_fisher_counts_each_field_as_tests_apart() -> None:
     f = np.array([0.9, 0.8, 0.95, 0.7, 0.2, 0.6])  # six tokens' f(w) in one message
     table = np.column_stack([np.log(f), np.log1p(-f), np.ones(6)])
     fields = np.array([0, 0, 0, 0, 1, 1])  # four of one field, two of another
-    model = nb.Fisher()
+    model = events.Fisher()
     X = np.ones((1, 6))
     plain = table.sum(axis=0)
     tests4, tests2 = model.tests(np.array([4.0, 2.0]))
     assert (tests4, tests2) == (np.rint(4**0.8), np.rint(2**0.8)) == (3.0, 2.0)
     scaled = table[:4].sum(axis=0) * tests4 / 4 + table[4:].sum(axis=0) * tests2 / 2
     assert scaled[2] == pytest.approx(5.0)  # 3 + 2 tests, against rint(6 ** 0.8) = 4 as one field
-    want = model.combine(plain[None, :], 0.3, scaled[None, :])
-    got = nb.batch_log_odds(model, table, 0.3, X, fields=fields)
+    want = model.chi_square(plain[None, :], 0.3, scaled[None, :])
+    got = model.log_odds(table, 0.3, rows_of(X, fields))
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    assert not np.allclose(got, nb.batch_log_odds(model, table, 0.3, X))  # one field: 4 tests
-    np.testing.assert_allclose(nb.batch_log_odds(model, table, 0.3, X, fields=np.zeros(6, np.int64)), nb.batch_log_odds(model, table, 0.3, X), rtol=1e-12)
-    linear = nb.Multinomial()
+    assert not np.allclose(got, model.log_odds(table, 0.3, rows_of(X)))  # one field: 4 tests
+    np.testing.assert_allclose(model.log_odds(table, 0.3, rows_of(X, np.zeros(6, np.int64))), model.log_odds(table, 0.3, rows_of(X)), rtol=1e-12)
+    linear = events.Multinomial()
     w = np.linspace(-1, 1, 6)
-    np.testing.assert_array_equal(nb.batch_log_odds(linear, w, 0.1, X, fields=fields), nb.batch_log_odds(linear, w, 0.1, X))
+    np.testing.assert_array_equal(linear.log_odds(w, 0.1, rows_of(X, fields)), linear.log_odds(w, 0.1, rows_of(X)))
 
 
 @pytest.mark.parametrize("span", [40, 10**9])  # a count per value; a sort (too many values)
@@ -402,10 +410,11 @@ def test_batch_scoring_equals_the_joint_log_likelihood(event: str) -> None:
     tokenize = Tokenizer(model.tokens)
     X = count_rows([vocab.lookup(tokenize(m)) for m in UNSEEN], len(vocab))
     event = model.scoring.event_model()
-    jll = nb.joint_log_likelihood(event, model.counts, X)
+    jll = joint_log_likelihood(event, model.counts, X)
     # Less the duplicate evidence rule's surplus: tokens sharing a key in a message count
     # once between them (at DUPLICATE_MIN 7 some of this small model's tokens do).
-    rows, cols, values = nb.entries(X)
+    coo = X.tocoo()
+    rows, cols, values = coo.row, coo.col, coo.data
     shares = nb.duplicate_shares(rows, cols, nb.duplicate_keys(model.counts))
     w, _ = model.weights()
     surplus = np.bincount(rows, weights=(1 - shares) * np.asarray(event.prepare(values), dtype=np.float64) * w[cols], minlength=X.shape[0])
@@ -433,7 +442,7 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     half = [t for t in dict.fromkeys(tokens) if t not in set(e_known.tokens)]
     wide = np.concatenate((table, np.tile([np.log(0.5), np.log(0.5), 1.0], (len(half), 1))))
     fields = field_ids([*e_known.tokens, *half])
-    by_hand = nb.batch_log_odds(nb.Fisher(), wide, b, np.ones((1, len(wide))), np.concatenate((keys, np.full(len(half), -1))), fields)
+    by_hand = events.Fisher().log_odds(wide, b, rows_of(np.ones((1, len(wide))), fields), np.concatenate((keys, np.full(len(half), -1))))
     assert e_diluted.log_odds == pytest.approx(float(by_hand[0]), abs=1e-12)
     # Batch classify scores it the same.
     scored = next(classifier.classify(model, [Message("m", diluted)]))

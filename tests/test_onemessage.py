@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamnb import classifier, nb, npzview, onemessage, store
+from spamnb import classifier, events, nb, npzview, onemessage, store
+from spamnb.chi2 import log_chi2_tails
 from spamnb.model import Model, Scoring
 from spamnb.sources import Message, read_source
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -27,18 +28,18 @@ RELATIVE = 1e-9
 
 
 def test_the_event_models_parameters_are_nbs() -> None:
-    for name in nb.EVENT_MODELS:
-        event = nb.event_model(name)
-        assert onemessage.DEFAULT_ALPHA[name] == nb.DEFAULT_ALPHA[name] == event.alpha
+    for name in events.EVENT_MODELS:
+        event = events.event_model(name)
+        assert onemessage.DEFAULT_ALPHA[name] == events.EVENT_MODELS[name].default_alpha == event.alpha
         assert onemessage.DUPLICATE_MIN[name] == event.duplicate_min
-    fisher = nb.Fisher()
+    fisher = events.Fisher()
     assert (
         fisher.x,
         fisher.independence,
         fisher.power,
         fisher.mean_weight,
     ) == (onemessage.FISHER_X, onemessage.FISHER_INDEPENDENCE, onemessage.FISHER_POWER, onemessage.FISHER_MEAN_WEIGHT)
-    assert nb.Multinomial().boolean == onemessage.MULTINOMIAL_BOOLEAN
+    assert events.Multinomial().boolean == onemessage.MULTINOMIAL_BOOLEAN
     assert onemessage.DUPLICATE_STEP == nb.DUPLICATE_STEP
     assert nb.bucket_edges().tolist() == onemessage.EDGES
 
@@ -78,7 +79,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Model, s
     spam = [m.data for m in read_source(str(SAMPLE / "spam"))][:20]
     ham = [m.data for m in read_source(str(SAMPLE / "ham"))][:20]
     out = {}
-    for event in nb.EVENT_MODELS:
+    for event in events.EVENT_MODELS:
         path = build_model(folder / f"{event}.npz", spam, ham)
         model = store.load(str(path))
         model.scoring = Scoring(event=event)
@@ -88,7 +89,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Model, s
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=MESSAGES, event=st.sampled_from(sorted(nb.EVENT_MODELS)))
+@given(data=MESSAGES, event=st.sampled_from(sorted(events.EVENT_MODELS)))
 def test_any_message_scores_as_batch_classify_scores_it(models: dict[str, tuple[Model, str]], data: bytes, event: str) -> None:
     model, path = models[event]
     (scored,) = classifier.classify(model, [Message("m", data)])
@@ -100,7 +101,7 @@ def test_any_message_scores_as_batch_classify_scores_it(models: dict[str, tuple[
 @settings(max_examples=300, deadline=None)
 @given(chi=st.floats(0, 5000, allow_nan=False), n=st.integers(0, 600))
 def test_chi_square_tails_are_nbs(chi: float, n: int) -> None:
-    log_q, log_p = nb.log_chi2_tails(np.array([chi]), np.array([n]))
+    log_q, log_p = log_chi2_tails(np.array([chi]), np.array([n]))
     ours = onemessage.log_chi2_tails(chi, n)
     for mine, theirs in zip(ours, (log_q[0], log_p[0]), strict=True):
         if math.isinf(theirs):

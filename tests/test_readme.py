@@ -106,6 +106,21 @@ def test_cron_line_is_idempotent(home: Path) -> None:
     assert re.search(rb"learnt 0, moved 0, already known \d+", again.stderr)
 
 
+def test_mail_reader_keys_teach_and_forget_the_message_shown(home: Path) -> None:
+    macros = re.findall(r'<pipe-message>(.*?)<enter>', blocks("muttrc")[0])
+    assert macros == ["spamnb -q train --spam -", "spamnb -q train --ham -", "spamnb -q train --forget --ham -"]
+    assert run("spamnb -q train --spam ~/Mail/Spam --ham ~/Mail/INBOX", home).returncode == 0
+    message = sorted((home / "Mail" / "INBOX" / "cur").iterdir())[0].read_bytes()
+    piped = run("spamnb classify --pipe", home, stdin=message).stdout  # as the reader shows it: stamped
+    spam, ham, forget = (run(m, home, stdin=piped) for m in macros)
+    assert spam.returncode == ham.returncode == forget.returncode == 0, spam.stderr.decode()
+    assert b"learnt 0, moved 1, already known 0" in spam.stderr  # it was learnt as ham by the folder
+    assert b"learnt 0, moved 1, already known 0" in ham.stderr
+    assert b"forgot 1" in forget.stderr
+    again = run(macros[2], home, stdin=piped)
+    assert again.returncode == 1 and b"never learnt, nothing to forget" in again.stderr
+
+
 def test_ci_example_passes_and_fails_as_described(home: Path) -> None:
     line = commands(section("An accuracy check in CI"))[0]
     assert run(line, home).returncode == 0

@@ -3,16 +3,25 @@
 Each test here failed on main before its fix (the issue lists the reproductions)."""
 from __future__ import annotations
 
+import io
 import json
 import os
+import random
+import re
 import resource
+import shutil
 import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from spamnb import headers, sources
+from spamnb import headers, sources, store
 from spamnb.cli import cli
 from spamnb.sources import Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -125,3 +134,217 @@ def test_a_symlink_loop_in_a_maildir_reads_each_message_once(tmp_path: Path) -> 
     got = list(sources.read_source(str(box)))
     assert [i.id for i in got if isinstance(i, Message)] == [str(box / "cur" / "1.eml"), str(box / "new" / "2.eml")]
     assert not [i for i in got if isinstance(i, Problem)]
+
+
+# --- items 1, 5 and 9: crafted and unreadable model files ---------------------------------
+
+
+def model_arrays(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+def npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return out.getvalue()
+
+
+def deflating_at_45(size: int) -> Iterator[bytes]:
+    """`size` bytes that deflate about 45:1: under the 50x ratio the loader refuses."""
+    block = bytearray(1 << 20)
+    rng = random.Random(0)
+    for i in range(0, len(block), 60 * 16):
+        block[i : i + 16] = rng.randbytes(16)
+    for start in range(0, size, len(block)):
+        yield bytes(block[: min(len(block), size - start)])
+
+
+def crafted(good: Path, path: Path, members: dict[str, tuple[bytes, Iterator[bytes]] | None]) -> None:
+    """The good model with some members replaced by a header and deflated data (None: left out)."""
+    arrays = model_arrays(good)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            if name in members and members[name] is None:
+                continue
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                if name not in members:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+                    continue
+                header, data = members[name]  # type: ignore[misc]
+                member.write(header)
+                for chunk in data:
+                    member.write(chunk)
+
+
+LOAD_AND_MEASURE = """
+import resource, sys
+from spamnb import store
+try:
+    store.load(sys.argv[1], scoring_only=sys.argv[2] == "mapped")
+    print("loaded")
+except store.ModelError as err:
+    print(err)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def load_in_a_process(path: Path, how: str) -> tuple[str, int]:
+    """What loading `path` says, and the peak memory (bytes) of the process that loaded it."""
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_MEASURE, str(path), how], capture_output=True, timeout=120, check=True)
+    said, peak = done.stdout.decode().splitlines()
+    return said, int(peak)
+
+
+# The process that loads the good model peaks at about 60 MB; a refusal may add little.
+LOAD_OVERHEAD = 32 << 20
+
+
+@pytest.mark.parametrize("how", ["mapped", "full"])
+def test_a_crafted_model_is_refused_from_its_headers_before_anything_is_inflated(model: Path, tmp_path: Path, how: str) -> None:
+    _, baseline = load_in_a_process(model, how)
+    # The issue's model: counts for 25M tokens, deflated 45:1 so that the ratio check
+    # passes, beside a vocabulary of a few hundred.  On main they were inflated (50 MB) and
+    # widened to int64 (400 MB) before their shape was compared with the vocabulary.
+    lying = tmp_path / "lying.npz"
+    crafted(model, lying, {"tf": (npy_header("|u1", (2, 25_000_000)), deflating_at_45(50_000_000))})
+    said, peak = load_in_a_process(lying, how)
+    assert said.startswith(f"{lying}: damaged spamnb model (count arrays of shapes (2, 25000000)")
+    assert peak < baseline + LOAD_OVERHEAD
+    # Shapes that agree (offsets are optional): 24 MB of arrays and 128 MB of int64 counts
+    # from a file of 300 kB.  On main it loaded.
+    vast = tmp_path / "vast.npz"
+    n = 4_000_000
+    crafted(model, vast, {
+        "tokens": (npy_header("|u1", (2 * n - 1,)), iter([b"a\n" * (n - 1) + b"a"])),
+        "tf": (npy_header("|u1", (2, n)), iter([bytes(2 * n)])),
+        "df": (npy_header("|u1", (2, n)), iter([bytes(2 * n)])),
+        "offsets": None,
+    })
+    assert vast.stat().st_size < 1 << 20
+    said, peak = load_in_a_process(vast, how)
+    assert said.startswith(f"{vast}: not a spamnb model (its arrays would take 1")
+    assert said.endswith(f" bytes of memory, from a file of {vast.stat().st_size:,})")
+    assert peak < baseline + LOAD_OVERHEAD
+
+
+def test_a_header_that_declares_other_than_its_member_holds_is_refused(model: Path, tmp_path: Path) -> None:
+    arrays = model_arrays(model)
+    path = tmp_path / "short.npz"
+    v = arrays["tf"].shape[1]
+    # The header says (2, V) uint32 but the member holds uint8's worth: refused before reading it.
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", "w") as member:
+                if name == "tf":
+                    member.write(npy_header("<u4", (2, v)) + arrays["tf"].astype(np.uint8).tobytes())
+                else:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+    for scoring_only in (True, False):
+        with pytest.raises(store.ModelError, match=re.escape(f"{path}: damaged spamnb model (tf declares {8 * v:,} bytes of data in a member of")):
+            store.load(str(path), scoring_only=scoring_only)
+
+
+def with_arrays(good: Path, path: Path, **changes: np.ndarray) -> Path:
+    arrays = {**model_arrays(good), **changes}
+    with open(path, "wb") as out:
+        store.write_npz(out, arrays)  # stored, as spamnb writes: the mapped loader reads it
+    return path
+
+
+def bad_offsets(good: Path) -> dict[str, np.ndarray]:
+    offsets = model_arrays(good)["offsets"].astype(np.int64)
+    negative, reversed_, beyond, repeated = offsets.copy(), offsets.copy(), offsets.copy(), offsets.copy()
+    negative[1:4] = -5
+    reversed_[1:-1] = reversed_[1:-1][::-1]
+    beyond[len(beyond) // 2] = 10**9
+    repeated[2] = repeated[1]
+    return {"negative": negative, "reversed": reversed_, "beyond the blob": beyond, "repeated": repeated, "float": offsets.astype(np.float64), "signed but fine": None}
+
+
+@pytest.mark.parametrize("case", ["negative", "reversed", "beyond the blob", "repeated", "float"])
+def test_token_offsets_are_checked_on_every_load_path(model: Path, tmp_path: Path, case: str) -> None:
+    # On main the mapped (pipe) path scored with them: a spam read as unsure, score=0.6675.
+    path = with_arrays(model, tmp_path / "model.npz", offsets=bad_offsets(model)[case])
+    for kwargs in ({"scoring_only": True}, {}, {"growable": True}):
+        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \((token offsets|offsets is <f8)"):
+            store.load(str(path), **kwargs)
+    piped = run_pipe(path, SPAM_MAIL)
+    assert piped.status == 3 and piped.out == SPAM_MAIL and str(path) in piped.err
+
+
+def test_every_array_of_a_model_saved_by_spamnb_passes_the_checks_on_both_paths(model: Path, tmp_path: Path) -> None:
+    signed = with_arrays(model, tmp_path / "signed.npz", offsets=model_arrays(model)["offsets"].astype(np.int64), tf=model_arrays(model)["tf"].astype(np.int64))
+    for path in (model, signed):
+        mapped, full = store.load(str(path), scoring_only=True), store.load(str(path))
+        tokens = Tokenizer(full.tokens)(SPAM_MAIL)
+        assert mapped.explain(tokens).log_odds == pytest.approx(full.explain(tokens).log_odds)
+    assert store.load(str(model), scoring_only=True).scoring_only and not store.load(str(signed), scoring_only=True).scoring_only
+
+
+@pytest.mark.parametrize("change", [
+    {"learnt_class": "two"}, {"tf": "negative"}, {"settings": "deep"}, {"settings": "vast"}, {"tokens": "wide"},
+], ids=lambda c: " ".join(f"{k} {v}" for k, v in c.items()))
+def test_other_bad_arrays_are_one_line_errors(model: Path, tmp_path: Path, change: dict[str, str]) -> None:
+    arrays = model_arrays(model)
+    values = {
+        ("learnt_class", "two"): np.full_like(arrays["learnt_class"], 2),
+        ("tf", "negative"): -arrays["tf"].astype(np.int64),
+        ("settings", "deep"): np.array("[" * 30_000 + "]" * 30_000),  # on main: internal error (RecursionError)
+        ("settings", "vast"): np.array("[" * 300_000 + "]" * 300_000),
+        ("tokens", "wide"): arrays["tokens"].astype(np.uint16),
+    }
+    (name, what), = change.items()
+    path = with_arrays(model, tmp_path / "model.npz", **{name: values[name, what]})
+    for kwargs in ({"scoring_only": True}, {}, {"growable": True}):
+        if name == "learnt_class" and kwargs.get("scoring_only"):
+            continue  # the pipe never reads the digests
+        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \("):
+            store.load(str(path), **kwargs)
+    result = CliRunner().invoke(cli, ["-q", "classify", "-m", str(path), "-"], input=SPAM_MAIL)
+    assert result.exit_code == 3 and len(result.stderr.splitlines()) == 1 and "internal error" not in result.stderr
+    if name != "learnt_class":
+        piped = run_pipe(path, SPAM_MAIL)
+        assert piped.status == 3 and piped.out == SPAM_MAIL and "damaged spamnb model" in piped.err and "internal error" not in piped.err
+
+
+def test_a_text_file_as_the_model_is_not_a_zip_archive(tmp_path: Path) -> None:
+    path = tmp_path / "model.npz"
+    path.write_text("spam 0.99\nham 0.01\n")  # on main: "pickled (object) data"
+    for kwargs in ({"scoring_only": True}, {}):
+        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a zip archive\)$"):
+            store.load(str(path), **kwargs)
+
+
+def test_a_fifo_as_the_model_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "model.npz"
+    os.mkfifo(path)
+    for kwargs in ({"scoring_only": True}, {}):
+        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a regular file\)$"):
+            store.load(str(path), **kwargs)
+    piped = run_pipe(path, SPAM_MAIL)
+    assert piped.status == 3 and piped.out == SPAM_MAIL and "not a regular file" in piped.err
+
+
+def test_an_unreadable_model_is_exit_3_not_a_usage_error(model: Path) -> None:
+    if not SPAMNB.exists():
+        pytest.skip(f"no console script at {SPAMNB}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.npz"
+        path.write_bytes(model.read_bytes())
+        path.chmod(0o600)
+        mail = Path(folder) / "m.eml"
+        mail.write_bytes(HAM_MAIL)
+        command = [str(SPAMNB), "-q"]
+        if os.geteuid() == 0:  # root reads anything: take away the capabilities that let it
+            if not shutil.which("setpriv"):
+                pytest.skip("root, and no setpriv to drop the capability to read any file")
+            os.chown(path, 65534, 65534)
+            command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", *command]
+        else:
+            path.chmod(0)
+        # On main click refused the path as a usage error: exit 2.
+        for args in (["classify", "-m", path, mail], ["inspect", "-m", path], ["eval", "-m", path, "--ham", mail], ["train", "-m", path, "--ham", mail]):
+            done = subprocess.run([*command, *map(str, args)], capture_output=True, timeout=60)
+            assert done.returncode == 3, (args, done.stderr)
+            assert done.stderr.decode().splitlines() == [f"spamnb: error: {path}: cannot read the model (Permission denied)"]

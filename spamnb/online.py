@@ -1,0 +1,134 @@
+"""`spamnb eval --online`: the TREC spam track's online protocol, in one process.
+
+Messages come in the order given; each is scored by the model learnt from the
+messages before it, then learnt as its class (with `train_on_error`, only when the
+verdict was wrong or unsure).  The model is the one-message scorer's
+(`onemessage.OneModel`) over the starting model's file, each learn added to its
+journal in memory (`OneModel.learn`), so a message is scored exactly as `classify`
+would score it with a model trained on the messages before it, and nothing is written.
+
+P(spam) and the spam floor come from Platt's calibration and `model.ham_loss_floor`
+fitted on the online scores seen so far (at 100, 200, 400, 800 and 1,600 messages,
+then every 1,600), as train fits them on held-out scores: before the first fit, the
+starting model's own (none for an empty one).
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from spamnb import headers, journal, onemessage
+from spamnb.classifier import LABEL_CLASS, Scored, class_of
+from spamnb.model import Scoring, fit_platt, ham_loss_floor
+from spamnb.sources import Item, Problem
+from spamnb.tokens import Tokenizer, TokenSettings
+
+FIT_EVERY = 1600
+
+
+class Online(NamedTuple):
+    scored: list[Scored]
+    problems: list[Problem]
+    learnt: int  # messages learnt (all of them, or with train_on_error the mistakes)
+
+
+def fit_points(n: int) -> bool:
+    """Whether the calibration is refitted before the n-th message (counted from 0)."""
+    return n in (100, 200, 400, 800, FIT_EVERY) or (n > FIT_EVERY and n % FIT_EVERY == 0)
+
+
+def evaluate(
+    items: Iterable[Item],
+    model_path: str | None,
+    tokens: TokenSettings,
+    scoring: Scoring,
+    train_on_error: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Online:
+    """Score then learn each labelled message in turn; `model_path` None starts empty."""
+    with tempfile.TemporaryDirectory(prefix="spamnb-online-") as folder:
+        if model_path is None:
+            from spamnb import store
+
+            model_path = os.path.join(folder, "empty.npz")
+            store.save(store.empty_model(tokens, scoring), model_path)
+        model = onemessage.OneModel(model_path)
+        model.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        return run(model, items, Tokenizer(tokens), train_on_error, progress)
+
+
+def run(model: onemessage.OneModel, items: Iterable[Item], tokenize: Tokenizer, train_on_error: bool, progress: Callable[[int], None] | None) -> Online:
+    scored: list[Scored] = []
+    problems: list[Problem] = []
+    odds: list[float] = []
+    spam: list[bool] = []
+    learnt = 0
+    cap = model.tokens.max_bytes
+    for item in items:
+        if progress:
+            progress(1)
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        cls = class_of(item)
+        if fit_points(len(odds)) and len(set(spam)) == 2:
+            import numpy as np
+
+            z, positive = np.array(odds), np.array(spam)
+            model.scoring.calibration = fit_platt(z, positive)
+            model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
+        counts = Counter(tokenize(item.data))
+        log_odds = model.log_odds_of(counts) if min(model.docs) > 0 else 0.0
+        p = model.scoring.probability(log_odds)
+        verdict = model.scoring.verdict(p)
+        scored.append(Scored(item.id, item.label, log_odds, p, verdict))
+        odds.append(log_odds)
+        spam.append(cls == LABEL_CLASS["spam"])
+        if train_on_error and verdict == item.label:
+            continue
+        key = headers.digest(item.data, cap)
+        before = model.learnt_class(key)
+        if before != cls:
+            model.learn(journal.Entry(key, before, cls, dict(counts)))
+            learnt += 1
+    return Online(scored, problems, learnt)
+
+
+def lam_percent(scored: list[Scored]) -> float:
+    """TREC's logistic average misclassification, in percent: the mean in log-odds of the
+    share of ham flagged and the share of spam not flagged (a share of 0 taken as half a
+    message, so that the mean stays finite)."""
+    ham = [s for s in scored if s.label == "ham"]
+    spam = [s for s in scored if s.label == "spam"]
+    if not ham or not spam:
+        return math.nan
+    ham_lost = sum(s.verdict == "spam" for s in ham) or 0.5
+    spam_missed = sum(s.verdict != "spam" for s in spam) or 0.5
+
+    def logit(x: float) -> float:
+        return math.log(x / (1 - x))
+
+    mean = (logit(ham_lost / len(ham)) + logit(spam_missed / len(spam))) / 2
+    return 100.0 / (1.0 + math.exp(-mean))
+
+
+def running_errors(scored: list[Scored], windows: int = 60) -> list[float]:
+    """The error rate (spam not flagged, ham flagged) over each of `windows` equal stretches of the stream."""
+    wrong = [(s.verdict == "spam") != (s.label == "spam") for s in scored]
+    size = max(1, -(-len(wrong) // windows))
+    return [sum(wrong[i : i + size]) / len(wrong[i : i + size]) for i in range(0, len(wrong), size)]
+
+
+BARS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(rates: list[float]) -> str:
+    """Rates as bars, the tallest the largest rate."""
+    top = max(rates, default=0.0)
+    if top <= 0:
+        return BARS[0] * len(rates)
+    return "".join(BARS[min(len(BARS) - 1, math.ceil(r / top * (len(BARS) - 1)))] for r in rates)
