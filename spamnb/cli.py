@@ -121,7 +121,12 @@ def token_options(fn: F) -> F:
 
 
 def scoring_options(fn: F) -> F:
-    fn = click.option("--event", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default=None, help="Scoring: Robinson-Fisher combining, or the multinomial or Bernoulli naive Bayes event model. [default: fisher]")(fn)
+    fn = click.option(
+        "--event",
+        type=click.Choice(["fisher", "multinomial", "bernoulli", "complement"]),
+        default=None,
+        help="Scoring: Robinson-Fisher combining, or the multinomial, Bernoulli or complement naive Bayes event model. [default: fisher]",
+    )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     return fn
 
