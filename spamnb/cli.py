@@ -364,8 +364,9 @@ def train(
             f"{holds} {model.counts.docs[1]} spam and {model.counts.docs[0]} ham" + ("; dry run: nothing saved" if dry_run else ""),
             err=True,
         )
+    asked = {"spam": bool(spam) or index is not None, "ham": bool(ham) or index is not None}
     for cls, name in ((1, "spam"), (0, "ham")):
-        if not model.counts.docs[cls] and not dry_run:
+        if asked[name] and not model.counts.docs[cls] and not dry_run and not forget:
             warn(f"{model_path} holds no {name} yet: classify needs mail of both classes")
     if bad or result.never_learnt:
         ctx.exit(EXIT_PARTIAL)
@@ -502,6 +503,7 @@ def evaluate(
     from spamnb.sources import Problem
 
     need_labelled(spam, ham, index)
+    empty: list[str] = []  # sources with no mail: a warning, or part of the error when there is none at all
     try:
         parsed_bars = [metrics.parse_bar(b) for b in bars]
         parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
@@ -518,7 +520,7 @@ def evaluate(
 
             tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
             scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=warn_empty)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance)
         elif model_path is not None:
             if folds is not None or train_size is not None:
@@ -528,7 +530,7 @@ def evaluate(
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
             model.scoring = scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
-            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
+            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
@@ -538,11 +540,13 @@ def evaluate(
             from spamnb.nb import Pruning
 
             pruning = Pruning(min_count, max_tokens)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=warn_empty)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
-        raise Failure("no messages to evaluate")
+        raise Failure("no messages to evaluate" + "".join(f"; {src}: no mail in it" for src in empty))
+    for src in empty:
+        warn_empty(src)
     labels = [s.label for s in scored]
     odds = np.array([s.log_odds for s in scored])
     probs = np.array([s.score for s in scored])

@@ -90,7 +90,7 @@ def run(model: onemessage.OneModel, items: Iterable[Item], tokenize: Tokenizer, 
         spam.append(cls == LABEL_CLASS["spam"])
         if train_on_error and verdict == item.label:
             continue
-        key = headers.digest(item.data, cap)
+        key = headers.learnt_digest(item.data, cap, lambda k: model.learnt_class(k) is not None)
         before = model.learnt_class(key)
         if before != cls:
             model.learn(journal.Entry(key, before, cls, dict(counts)))

@@ -338,13 +338,14 @@ def read_all(sources: Iterable[str], max_bytes: int | None = None, on_empty: Cal
 
 
 def noting_empty(src: str, items: Iterator[Item], on_empty: Callable[[str], None] | None) -> Iterator[Item]:
-    """`items`, then `on_empty(src)` if none was a message (an empty folder, a mistyped maildir)."""
+    """`items`, then `on_empty(src)` if there were none (an empty folder, a mistyped maildir;
+    a source of unreadable files only has had each named already)."""
     if on_empty is None:
         yield from items
         return
     found = False
     for item in items:
-        found = found or isinstance(item, Message)
+        found = True
         yield item
     if not found:
         on_empty(src)
