@@ -16,7 +16,7 @@ import numpy as np
 
 from spamnb import headers, nb
 from spamnb.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
-from spamnb.model import Model, Scoring, fit_platt, ham_loss_floor
+from spamnb.model import Model, Scored, Scoring, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings, field_ids
@@ -235,14 +235,6 @@ def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk,
     model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
     return mapping
-
-
-class Scored(NamedTuple):
-    id: str
-    label: str | None
-    log_odds: float
-    score: float
-    verdict: str
 
 
 def classify(

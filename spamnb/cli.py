@@ -121,7 +121,12 @@ def token_options(fn: F) -> F:
 
 
 def scoring_options(fn: F) -> F:
-    fn = click.option("--event", type=click.Choice(["fisher", "multinomial", "bernoulli"]), default=None, help="Scoring: Robinson-Fisher combining, or the multinomial or Bernoulli naive Bayes event model. [default: fisher]")(fn)
+    fn = click.option(
+        "--event",
+        type=click.Choice(["fisher", "multinomial", "bernoulli", "complement"]),
+        default=None,
+        help="Scoring: Robinson-Fisher combining, or the multinomial, Bernoulli or complement naive Bayes event model. [default: fisher]",
+    )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     return fn
 
@@ -187,6 +192,10 @@ def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None
         raise click.UsageError("stdin (-) can be read only once")
 
 
+def notice(text: str) -> None:
+    click.echo(f"spamnb: {text}", err=True)
+
+
 def report_problems(problems: Iterable[Any]) -> int:
     count = 0
     for p in problems:
@@ -199,6 +208,10 @@ def report_problems(problems: Iterable[Any]) -> int:
 @model_option()
 @labelled_options
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
+@click.option(
+    "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
+    help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
+)
 @token_options
 @scoring_options
 @pruning_options
@@ -212,6 +225,7 @@ def train(
     ham: tuple[str, ...],
     index: str | None,
     forget: bool,
+    wait: float | None,
     ngram: int | None,
     stopwords: bool | None,
     event: str | None,
@@ -231,7 +245,7 @@ def train(
     from spamnb.progress import progress_bar
 
     need_labelled(spam, ham, index)
-    with store.locked(model_path):
+    with store.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
@@ -444,7 +458,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     if len(set(real)) < len(real):
         raise click.UsageError("a model file is named twice; each can be merged once")
     parts = [store.load(p) for p in others]
-    with store.locked(model_path):
+    with store.locked(model_path, notice=notice):
         if os.path.exists(model_path):
             target = store.load(model_path, growable=True)
         else:

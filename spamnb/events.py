@@ -1,4 +1,4 @@
-"""The event models: multinomial and Bernoulli naive Bayes, and Robinson-Fisher, each an
+"""The event models: multinomial, Bernoulli and complement naive Bayes, and Robinson-Fisher, each an
 `nb.EventModel`, registered by name.  Their measurements: docs/measurements.md."""
 from __future__ import annotations
 
@@ -99,6 +99,43 @@ class Bernoulli(Linear):
         per_class = log_p - log_not_p
         const = self.absent_log_prob(counts) + class_log_prior(counts)
         return per_class[SPAM] - per_class[HAM], float(const[SPAM] - const[HAM])
+
+
+@register
+class Complement(Linear):
+    """Complement naive Bayes (Rennie et al. 2003), as scikit-learn's ComplementNB: each
+    class's weights from the counts of the *other* class, log((tf' + alpha) / (tokens' +
+    alpha V)), which for the smaller class (here spam) comes from the larger one's mail.
+
+    With two classes the complements' difference is the multinomial's own weight vector
+    (the prior aside), so only Rennie's weight normalisation (`norm`: each class's
+    weights divided by their sum over the vocabulary) makes it a model of its own: the
+    default here, scikit-learn's `norm=True`.  No prior: scikit-learn adds it only for
+    a single class.  `boolean` as in `Multinomial`.
+    """
+
+    name = "complement"
+
+    def __init__(self, alpha: float | None = None, boolean: bool = True, norm: bool = True) -> None:
+        super().__init__(alpha)
+        self.boolean, self.norm = boolean, norm
+
+    def feature_log_prob(self, counts: Counts, cols: np.ndarray | None = None) -> np.ndarray:
+        """scikit-learn's ComplementNB.feature_log_prob_ (rows ham, spam)."""
+        every = counts.df if self.boolean else counts.tf
+        other = every[::-1]  # row c: the counts of the class that is not c
+        total = other.sum(axis=1, keepdims=True) + self.alpha * counts.n_features
+        logged = np.log((other if cols is None else other[:, cols]) + self.alpha) - np.log(total)
+        if not self.norm:
+            return -logged
+        return logged / (np.log(other + self.alpha) - np.log(total)).sum(axis=1, keepdims=True)
+
+    def weights(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        flp = self.feature_log_prob(counts, cols)
+        return flp[SPAM] - flp[HAM], 0.0
+
+    def prepare(self, counts: np.ndarray) -> np.ndarray:
+        return super().prepare(counts) if self.boolean else np.asarray(counts)
 
 
 @register

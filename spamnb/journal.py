@@ -179,9 +179,13 @@ def append(model_path: str, model_identity: bytes, journal: Journal, entries: li
     for entry in entries:
         payload = entry.payload()
         records.append(REC.pack(REC_TAG, len(payload), zlib.crc32(payload)) + payload)
+    from spamnb import ownership
+
     created = not os.path.exists(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
+        if created:  # the model's reader reads its journal too: the model's owner and mode
+            ownership.adopt(fd, model_path, ownership.model_stat(model_path))
         os.ftruncate(fd, journal.good_size)
         os.lseek(fd, journal.good_size, os.SEEK_SET)
         data = head + b"".join(records)
@@ -189,8 +193,16 @@ def append(model_path: str, model_identity: bytes, journal: Journal, entries: li
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
-    finally:
+    except BaseException as err:
         os.close(fd)
+        if created:  # nothing in it yet that counts: no journal (of the wrong owner, say) is left
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if isinstance(err, OSError):
+            # Readers skip a record cut short, and the next learner cuts it off.
+            raise ModelError(f"{path}: cannot write the model's journal ({err.strerror or err}); nothing was learnt") from err
+        raise
+    os.close(fd)
     if created:
         fsync_folder(path)
     return journal.good_size + len(data)
@@ -230,18 +242,98 @@ def remove_stale_temporaries(path: str) -> None:
                     os.unlink(entry.path)
 
 
+# A learner that has waited this long for the lock says so, once, and names the holder.
+TELL_AFTER = 2.0
+
+
 @contextlib.contextmanager
-def locked(path: str):  # -> Iterator[None]; typing is off the learn's start-up
-    """Hold an exclusive lock beside the model, so concurrent learners serialise."""
+def locked(path: str, wait: float | None = None, notice=None):  # -> Iterator[None]; typing is off the learn's start-up
+    """Hold an exclusive lock beside the model, so concurrent learners serialise.
+
+    `wait`: give up (ModelError) after that many seconds; None waits as long as it
+    takes.  `notice(text)` is told once when the lock has been busy for TELL_AFTER
+    seconds.  Under the lock, a model that must not be replaced as it is (read-only,
+    another owner: see `ownership`) is refused before any work is done.
+    """
+    from spamnb import ownership
+
     path = os.path.realpath(path)  # one lock for every symlink to a model
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    import fcntl
-
-    with open(path + ".lock", "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    fd = open_lock(path, ownership.model_stat(path))
+    try:
+        acquire(fd, path, wait, notice)
         try:
+            ownership.check_writable(path, ownership.model_stat(path))
             remove_stale_temporaries(path)
             yield
         finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def open_lock(path: str, model: os.stat_result | None) -> int:
+    """`MODEL.lock`, opened without following a symlink (one planted there would have the
+    lock made wherever it points), with the model's permissions (ownership.lock_mode)."""
+    import stat
+
+    from spamnb import ownership
+
+    lock = path + ".lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, ownership.lock_mode(model))
+    except OSError as err:
+        if os.path.islink(lock):
+            raise ModelError(f"{lock}: the model's lock is a symbolic link; it is not followed (remove it)") from err
+        raise ModelError(f"{lock}: cannot open the model's lock ({err.strerror or err})") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelError(f"{lock}: the model's lock is not a regular file (remove it)")
+        if model is not None and (st.st_uid, st.st_gid) != (model.st_uid, model.st_gid):
+            # A lock root made for a user's model is the user's, or the user could not open it.
+            with contextlib.suppress(OSError):
+                os.fchown(fd, model.st_uid, model.st_gid)
+        if stat.S_IMODE(st.st_mode) != ownership.lock_mode(model):  # the umask may have taken the group's
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, ownership.lock_mode(model))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def acquire(fd: int, path: str, wait: float | None, notice) -> None:
+    import fcntl
+    import time
+
+    start, delay, told = time.monotonic(), 0.005, False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        waited = time.monotonic() - start
+        if wait is not None and waited >= wait:
+            raise ModelError(f"{path}: the model is locked by {lock_holder(fd)}; gave up after waiting {wait:g} s (train --wait)")
+        if not told and waited >= TELL_AFTER and notice is not None:
+            notice(f"{path}: waiting for the model's lock, held by {lock_holder(fd)}")
+            told = True
+        time.sleep(delay if wait is None else min(delay, max(wait - waited, 0.0)))
+        delay = min(delay * 2, 0.1)
+
+
+def lock_holder(fd: int) -> str:
+    """`process PID` holding the flock on `fd`'s file, from /proc/locks where there is one."""
+    st = os.fstat(fd)
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/locks") as locks:
+        for line in locks:
+            fields = line.split()
+            if fields[1] == "FLOCK" and fields[5] == inode and int(fields[4]) != os.getpid():
+                return f"process {int(fields[4])}"
+    return "another process"

@@ -25,24 +25,24 @@ EXIT_PARTIAL, EXIT_ERROR = 1, 3
 GLOBAL_FLAGS = ("--debug", "-q", "--quiet")
 
 
-def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool] | None:
-    """(MODEL or None for the default, [(label, SRC)], forget) of `[flags] train -m MODEL
-    --spam|--ham SRC... [--forget]`; None for any other command line."""
+def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool, float | None] | None:
+    """(MODEL or None for the default, [(label, SRC)], forget, wait) of `[flags] train -m MODEL
+    --spam|--ham SRC... [--forget] [--wait SECONDS]`; None for any other command line."""
     args = list(argv)
     while args and args[0] in GLOBAL_FLAGS:
         args.pop(0)
     if not args or args[0] != "train":
         return None
-    model, sources, forget = None, [], False
+    model, sources, forget, wait = None, [], False, None
     rest, i = args[1:], 0
     while i < len(rest):
         arg = rest[i]
         name, eq, value = arg.partition("=")
         if arg == "--forget":
             forget, i = True, i + 1
-        elif name in ("-m", "--model", "--spam", "--ham") and eq:
+        elif name in ("-m", "--model", "--spam", "--ham", "--wait") and eq:
             i += 1
-        elif arg in ("-m", "--model", "--spam", "--ham") and i + 1 < len(rest):
+        elif arg in ("-m", "--model", "--spam", "--ham", "--wait") and i + 1 < len(rest):
             name, value, i = arg, rest[i + 1], i + 2
         elif arg.startswith("-m") and len(arg) > 2:
             name, value, i = "-m", arg[2:], i + 1
@@ -52,9 +52,16 @@ def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool
             model = value
         elif name in ("--spam", "--ham"):
             sources.append((name[2:], value))
+        elif name == "--wait":
+            try:
+                wait = float(value)
+            except ValueError:
+                return None  # the command line says what is wrong with it
+            if not wait >= 0:
+                return None
     if not sources or model == "" or sum(src == "-" for _, src in sources) > 1:
         return None
-    return model, sources, forget
+    return model, sources, forget, wait
 
 
 def single_message_file(src: str) -> bool:
@@ -76,12 +83,12 @@ def main(argv: list[str]) -> int | None:
     parsed = parse_args(argv)
     if parsed is None:
         return None
-    model_path, sources, forget = parsed
+    model_path, sources, forget, wait = parsed
     model_path = model_path or npzview.default_path()
     if not os.path.isfile(model_path) or not all(single_message_file(src) for _, src in sources):
         return None
     try:
-        return learn(model_path, sources, forget)
+        return learn(model_path, sources, forget, wait)
     except npzview.NotPlain:
         return None
     except (npzview.ModelError, OSError) as err:
@@ -96,14 +103,18 @@ def main(argv: list[str]) -> int | None:
         return EXIT_ERROR
 
 
-def learn(model_path: str, sources: list[tuple[str, str]], forget: bool) -> int:
+def notice(text: str) -> None:
+    print(f"spamnb: {text}", file=sys.stderr, flush=True)
+
+
+def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None) -> int:
     from spamnb import headers, onemessage
     from spamnb.sources import Problem, read_source
     from spamnb.tokens import Tokenizer
 
     problems, never, entries = [], [], []
     learnt = moved = already = forgotten = 0
-    with journal.locked(model_path):
+    with journal.locked(model_path, wait, notice):
         model = onemessage.OneModel(model_path)
         tokenize = Tokenizer(model.tokens)
         now: dict[bytes, int | None] = {}  # this run's changes, on top of model and journal

@@ -18,13 +18,8 @@ VERDICTS = ("ham", "unsure", "spam")
 class ScoringFields(NamedTuple):
     event: str = "fisher"
     alpha: float | None = None
-    # Calibrated P(spam) cut-offs, by measurement (Fisher plus the geometric mean, unknown
-    # tokens neutral, n ** 0.8 tests per field, duplicates within a tenth once, robust
-    # Platt; 5 folds, SpamAssassin): spam at >= 0.95 flags 1 ham of 4,150 and misses 3.9%
-    # of spam; >= 0.9 3 ham, 2.7%; >= 0.98 1 ham, 5.9%.  The ranking itself misses 2.6%
-    # of spam at 1 ham lost, under a second ham at P 0.91.  0.95 reads as "flag when a
-    # false alarm is 20x costlier than a miss".  Ham at <= 0.1: 2 spam pass as ham and 47
-    # ham are unsure; <= 0.05: 1 and 63.
+    # Calibrated P(spam) cut-offs: spam at >= 0.95 reads "flag when a lost ham is 20x
+    # costlier than a missed spam" (the measurements: docs/measurements.md).
     spam_cutoff: float = 0.95
     ham_cutoff: float = 0.1
     calibration: tuple[float, float] = (1.0, 0.0)
@@ -98,21 +93,8 @@ class Scoring(ScoringFields):
 
 # Platt's fit made robust: each message's label is taken to come from the sigmoid only
 # with probability 1 - 2 OUTLIER_SHARE, so that no message pulls the curve by more than
-# log(1 / OUTLIER_SHARE) nats.  Platt's smoothed targets give every message a 1/(N+2)
-# chance of the other class whatever its score, which with log-odds out to +-80 made the
-# loss of the surest messages grow with the slope: they, not the messages near the
-# cut-off, set it.  `spamnb eval --index ../shared/corpora/spamassassin/index --folds 5`,
-# Fisher, plain -> robust: 1 FP at 0.95, spam missed there 97 -> 73, ECE 0.0022 -> 0.0016,
-# Brier 0.00409 -> 0.00412, held-out log-loss 0.0147 -> 0.0146; spam between P 0.95 and
-# 0.98 were all spam, mean P 0.969 (now 0.966, also all spam; 0.9 to 0.95: 91% spam at a
-# mean P of 0.925).  Six other splits (10 and 2 folds, four re-salted 5-fold): log-loss
-# lower on all six, Brier equal or lower on five, FP at 0.95 unchanged (1, and 2 on 2
-# folds), spam missed 91/120/95/95/91/99 -> 75/97/77/77/74/87.  Multinomial: FP 3 -> 4,
-# missed 103 -> 81, ECE 0.0036 -> 0.0034; Bernoulli: FP 3, missed 118 -> 89, ECE 0.0047 ->
-# 0.0036.  Log-loss is flat from 1e-8 to 1e-3 (0.0146-0.0147 on 5 folds); the share sets
-# how sure the curve gets: 1e-8 missed 86, 1e-7 78, 1e-6 73, 1e-5 71 but 2 FP at 0.95 on
-# two of the other splits, 1e-3 62 and 2-3 FP on four.  1e-6 is the largest round share
-# that kept 1 FP on every 5- and 10-fold split.
+# log(1 / OUTLIER_SHARE) nats and the messages near the cut-off, not the surest ones, set
+# it (spam missed at 0.95: 97 -> 73, 1 FP; docs/measurements.md).
 OUTLIER_SHARE = 1e-6
 
 
@@ -218,6 +200,16 @@ def probability(log_odds: float) -> float:
 
 def probabilities(log_odds: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -log_odds))
+
+
+class Scored(NamedTuple):
+    """One message's result: its id and label (if any), log-odds, P(spam) and verdict."""
+
+    id: str
+    label: str | None
+    log_odds: float
+    score: float
+    verdict: str
 
 
 class Model:

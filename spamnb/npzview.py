@@ -19,7 +19,7 @@ import zlib
 from collections import namedtuple
 
 FORMAT = "spamnb-model"
-VERSION = 7  # 2: Fisher, calibration, URL/Received tokens; 3: unknown tokens in Fisher, boolean multinomial, alpha 0.01; 4: duplicate evidence counted once (older calibrations do not fit); 5: duplicates by counts within a tenth, Fisher n ** 0.8 tests plus the geometric mean, duplicates from 7 messages in Fisher (likewise); 6: subject word pairs (a version-5 model lacks their counts); 7: Fisher's tests counted per header field, a list server's fields left out (older calibrations do not fit)
+VERSION = 7  # the history of the format: docs/measurements.md
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
 
 

@@ -3,9 +3,9 @@
 The same log-odds as batch classify (`nb.EventModel.log_odds` over the whole model), to
 rounding: the message's few hundred distinct tokens are looked up in the mapped model
 file (`npzview`, `sortedtokens`) and scored in plain floats, Fisher by field (the
-chi-square tails summed in logs as `chi2.log_chi2_tails` sums them), multinomial and
-Bernoulli as the dot product of their weights.  A bare interpreter with numpy
-imported was most of a piped message's time.
+chi-square tails summed in logs as `chi2.log_chi2_tails` sums them), multinomial,
+Bernoulli and complement as the dot product of their weights.  A bare interpreter with
+numpy imported was most of a piped message's time.
 """
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
 # The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
 # holds these equal to theirs).
-DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01}
-DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10}
+DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01, "complement": 0.01}
+DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10, "complement": 10}
 FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
 MULTINOMIAL_BOOLEAN = True
+COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINOMIAL_BOOLEAN)
 DUPLICATE_STEP = (11, 10)
 
 
@@ -327,6 +328,8 @@ class OneModel:
                 return (math.log(s + alpha) - math.log(totals[SPAM])) - (math.log(h + alpha) - math.log(totals[HAM]))
 
             x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
+        elif event == "complement":
+            b, (weight, x) = 0.0, self.complement_weight(occurrences, known)  # type: ignore[assignment]
         else:
             denom = [d + 2 * alpha for d in docs]
 
@@ -340,6 +343,27 @@ class OneModel:
             b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
             x = [1.0] * len(known)
         return sum(xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b  # type: ignore[arg-type]
+
+    def complement_weight(self, occurrences: list[int], known: list[int]) -> tuple[object, list[float]]:
+        """events.Complement's weight of a token from its counts, and the message's x."""
+        alpha, size = self.scoring.alpha, self.vocabulary_size()
+        at = 2 if MULTINOMIAL_BOOLEAN else 0
+        row_totals = self.class_sums("multinomial")
+        # Class c's weights come from the other class's counts: its total, and (norm) the
+        # sum over the vocabulary of its logged shares.
+        totals = [row_totals[SPAM] + alpha * size, row_totals[HAM] + alpha * size]
+        logs = self.class_sums("complement")
+        sums = [logs[SPAM] - size * math.log(totals[HAM]), logs[HAM] - size * math.log(totals[SPAM])]
+
+        def logged(c: list[int], cls: int) -> float:
+            other = c[at + (1 - cls)]
+            value = math.log(other + alpha) - math.log(totals[cls])
+            return value / sums[cls] if COMPLEMENT_NORM else -value
+
+        def weight(c: list[int]) -> float:
+            return logged(c, SPAM) - logged(c, HAM)
+
+        return weight, [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
 
     def learn(self, entry: journal.Entry) -> None:
         """Add one learn to the journal in memory (`eval --online`); nothing is written."""
@@ -383,11 +407,14 @@ class OneModel:
 
     def class_sums(self, event: str) -> list[float]:
         """Per class, what the linear models sum over the whole vocabulary: the multinomial's
-        token total, the Bernoulli's sum of log(1 - p) (the score of an empty message)."""
+        token total, the Bernoulli's sum of log(1 - p) (the score of an empty message), the
+        complement's sum of log(count + alpha) (its row of counts, for the other class's weights)."""
         sums = self.linear_sums()
         if event == "multinomial":
             return [float(t) for t in (sums.df_totals if MULTINOMIAL_BOOLEAN else sums.tf_totals)]
         alpha = self.scoring.alpha
+        if event == "complement":  # message frequencies, as the multinomial counts (MULTINOMIAL_BOOLEAN)
+            return [math.fsum(k * math.log(d + alpha) for d, k in sums.df_values[c].items() if k) for c in (HAM, SPAM)]
         out = []
         for c in (HAM, SPAM):
             denom = self.docs[c] + 2 * alpha

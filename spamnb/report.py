@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spamnb import nb
-from spamnb.classifier import Scored
 from spamnb.metrics import Report
-from spamnb.model import HAM_LOSS, Explanation, Model, Scoring
+from spamnb.model import HAM_LOSS, Explanation, Model, Scored, Scoring
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -224,7 +224,7 @@ def test_calibrated_needs_enough_of_both_classes():
     assert classifier.calibrated(s, s.event_model(), counts, rows_of(X), np.array([0, 1])) is s
 
 
-@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", sorted(events.EVENT_MODELS))
 def test_held_out_log_odds_are_those_of_a_model_without_the_fold(event: str) -> None:
     """train's calibration (each fold's table over its messages' columns only) gives each
     held-out message the log-odds of a model of the other folds (fold_log_odds)."""
@@ -264,7 +264,7 @@ def whole_vocabulary_held_out(event: nb.EventModel, total: nb.Counts, flat: Rows
     return odds
 
 
-@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", sorted(events.EVENT_MODELS))
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_held_out_log_odds_over_the_folds_columns_equal_the_whole_vocabulary_ones(event: str, jobs: int) -> None:
     """Each fold's table covers only its messages' columns (and the folds run in `jobs`

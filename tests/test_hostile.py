@@ -25,9 +25,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from spamnb import classifier, headers, sources, store
-from spamnb.classifier import Scored
 from spamnb.cli import cli
-from spamnb.model import Model
+from spamnb.model import Model, Scored
 from spamnb.sources import Problem
 from spamnb.tokens import NOT_LETTERS, Tokenizer, TokenSettings, host_names, received_parts, received_tokens
 from tests.conftest import ENVELOPE, make_mail, mboxrd

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from spamnb import classifier, headers, journal, learnone, onemessage, store
+from spamnb import classifier, events, headers, journal, learnone, onemessage, store
 from spamnb.cli import cli
 from spamnb.sources import Message
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail
@@ -282,7 +282,7 @@ def test_the_console_script_learns_from_stdin_without_numpy(model: Path) -> None
     assert store.load(str(model)).counts.docs.tolist() == [13, 12]
 
 
-@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", sorted(events.EVENT_MODELS))
 def test_the_pipe_scores_a_model_with_a_journal_as_batch_classify_does(model: Path, tmp_path: Path, event: str) -> None:
     loaded = store.load(str(model))
     loaded.scoring = loaded.scoring.replace(event=event)

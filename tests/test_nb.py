@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 
 from spamnb import classifier, events, nb, store
 from spamnb.features import Rows, Vocabulary, local_rows
@@ -79,6 +79,36 @@ def test_boolean_multinomial_is_scikit_learn_on_binarised_counts(seed: int) -> N
     np.testing.assert_allclose(jll, reference.predict_joint_log_proba((X_test > 0).astype(np.float64)), rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize("norm", [True, False])
+@pytest.mark.parametrize("boolean", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_complement_matches_scikit_learn(alpha: float, norm: bool, boolean: bool, seed: int) -> None:
+    X, y = random_counts(seed)
+    X_test, _ = random_counts(seed + 100, n=30)
+    binarised = (lambda m: (m > 0).astype(np.float64)) if boolean else (lambda m: m)
+    reference = ComplementNB(alpha=alpha, norm=norm).fit(binarised(X), y)
+    model = events.Complement(alpha, boolean=boolean, norm=norm)
+    counts = counts_of(X, y)
+    np.testing.assert_allclose(model.feature_log_prob(counts), reference.feature_log_prob_, rtol=0, atol=1e-9)
+    cols = np.array([5, 0, 17])
+    np.testing.assert_allclose(model.feature_log_prob(counts, cols), reference.feature_log_prob_[:, cols], rtol=0, atol=1e-9)
+    for data in (X, X_test, X_test.toarray()):
+        theirs = reference.predict_joint_log_proba(binarised(data))
+        # scikit-learn counts every token on its own: no duplicate evidence rule (least=0)
+        np.testing.assert_allclose(log_odds(model, counts, data, least=0), theirs[:, 1] - theirs[:, 0], rtol=0, atol=1e-9)
+
+
+def test_unnormalised_complement_ranks_as_the_multinomial() -> None:
+    """Two classes: the complements' difference is the multinomial's weight vector, prior aside."""
+    X, y = random_counts(3)
+    counts = counts_of(X, y)
+    w_c, b_c = events.Complement(0.5, norm=False).weights(counts)
+    w_m, b_m = events.Multinomial(0.5).weights(counts)
+    np.testing.assert_allclose(w_c, w_m, rtol=0, atol=1e-12)
+    assert b_c == 0.0 and b_m != 0.0
+
+
 def test_counts_are_what_they_say() -> None:
     X = np.array([[2, 0, 1], [0, 3, 0], [1, 1, 0]])
     counts = counts_of(X, np.array([1, 0, 1]))
@@ -127,7 +157,7 @@ def test_empty_message_scores_the_prior_and_absent_tokens(name: str) -> None:
         np.testing.assert_allclose(jll[0], prior, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("name", sorted(events.EVENT_MODELS))
 def test_tokens_of_the_same_messages_are_one_piece_of_evidence(name: str) -> None:
     """Columns 0-2 were learnt from the same 12 messages (a list's headers): a message holding
     all three scores as one holding one of them; rarer twins (columns 3, 4) stay apart."""
@@ -248,7 +278,7 @@ def dense_sums(model: nb.EventModel, table: np.ndarray, X: np.ndarray, keys: np.
 
 
 @settings(max_examples=60)
-@given(TOKEN_LISTS, st.sampled_from(["fisher", "multinomial", "bernoulli"]), st.integers(0, 3))
+@given(TOKEN_LISTS, st.sampled_from(sorted(events.EVENT_MODELS)), st.integers(0, 3))
 def test_scoring_is_the_dense_algebra_and_does_not_depend_on_the_chunking(token_lists: list[list[str]], event: str, seed: int) -> None:
     """EventModel.log_odds, the one scoring path: the event model's combining of the dense
     product; tokens the vocabulary lacks score as columns of `unknown_row`; duplicate keys
@@ -451,7 +481,7 @@ def test_fisher_counts_unknown_tokens_as_neutral_evidence() -> None:
     assert model.explain(tokenize(b"Subject: zzqa\n\nzzqb zzqc\n")).log_odds == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("event", ["multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", ["multinomial", "bernoulli", "complement"])
 def test_naive_bayes_leaves_unknown_tokens_out(event: str) -> None:
     model = trained_model(event, 1.0)
     tokenize = Tokenizer(model.tokens)
@@ -475,7 +505,7 @@ def test_a_forgotten_token_scores_as_an_unknown_one() -> None:
     assert model.explain(tokenize(msgs[0])).log_odds == pytest.approx(batch[0], abs=1e-12)
 
 
-@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+@pytest.mark.parametrize("event", sorted(events.EVENT_MODELS))
 def test_cross_validation_scores_a_fold_as_a_model_trained_without_it(event: str) -> None:
     """Tokens only the held-out fold has are unknown to that fold's model, as they would be to `classify`."""
     messages = [

@@ -3,12 +3,15 @@
 Each test here failed on main before its fix (the issue lists the reproductions)."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import json
 import os
 import random
 import re
 import resource
+import select
 import shutil
 import subprocess
 import sys
@@ -16,12 +19,13 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
-from spamnb import headers, sources, store
+from spamnb import headers, journal, learnone, sources, store
 from spamnb.cli import cli
 from spamnb.sources import Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -347,4 +351,181 @@ def test_an_unreadable_model_is_exit_3_not_a_usage_error(model: Path) -> None:
         for args in (["classify", "-m", path, mail], ["inspect", "-m", path], ["eval", "-m", path, "--ham", mail], ["train", "-m", path, "--ham", mail]):
             done = subprocess.run([*command, *map(str, args)], capture_output=True, timeout=60)
             assert done.returncode == 3, (args, done.stderr)
-            assert done.stderr.decode().splitlines() == [f"spamnb: error: {path}: cannot read the model (Permission denied)"]
+            doing = "write" if args[0] == "train" else "read"  # train asks first whether it may replace the model
+            assert done.stderr.decode().splitlines() == [f"spamnb: error: {path}: cannot {doing} the model (Permission denied)"]
+
+
+# --- items 2, 4 and 9: owner and mode kept, the lock, disk full ----------------------------
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: only root can make a file of another owner")
+
+
+def own_model(folder: Path, source: Path, uid: int = 65534, mode: int = 0o640) -> Path:
+    path = folder / "model.npz"
+    path.write_bytes(source.read_bytes())
+    os.chown(path, uid, uid)
+    path.chmod(mode)
+    return path
+
+
+def owner_and_mode(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_uid, st.st_gid, st.st_mode & 0o7777
+
+
+def train_cli(path: Path, *args: str | Path) -> Result:
+    return CliRunner().invoke(cli, ["-q", "train", "-m", str(path), "--jobs", "1", *map(str, args)])
+
+
+def one_message(folder: Path, data: bytes = SPAM_MAIL, name: str = "one.eml") -> Path:
+    mail = folder / name
+    mail.write_bytes(data)
+    mail.chmod(0o644)
+    return mail
+
+
+def a_folder(folder: Path) -> Path:
+    box = folder / "box"
+    box.mkdir(exist_ok=True)
+    (box / "1.eml").write_bytes(SPAM_MAIL)
+    (box / "2.eml").write_bytes(make_mail("new words", "zebra quokka flamingo\n"))
+    return box
+
+
+def test_a_save_by_root_keeps_the_models_owner_and_mode(model: Path, tmp_path: Path) -> None:
+    needs_root()
+    path = own_model(tmp_path, model)
+    # On main: 600 root:root after the save, and the owner's pipe exited 3 from then on.
+    result = train_cli(path, "--spam", a_folder(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert owner_and_mode(path) == (65534, 65534, 0o640)
+    # The one-message learner's journal (read by the owner's pipe) and the lock too.
+    done = spamnb("train", "-m", path, "--ham", one_message(tmp_path, HAM_MAIL))
+    assert done.returncode == 0, done.stderr
+    assert owner_and_mode(Path(f"{path}.journal")) == (65534, 65534, 0o640)
+    assert owner_and_mode(Path(f"{path}.lock")) == (65534, 65534, 0o600)
+    assert train_cli(path, "--ham", a_folder(tmp_path)).exit_code == 0  # folds the journal: a save
+    assert owner_and_mode(path) == (65534, 65534, 0o640) and not Path(f"{path}.journal").exists()
+
+
+def setpriv(*drop: str) -> list[str]:
+    """The console script as root without some capabilities (`chown`, `dac_override`...)."""
+    if not shutil.which("setpriv") or not SPAMNB.exists():
+        pytest.skip("no setpriv or no console script")
+    return ["setpriv", f"--bounding-set={','.join('-' + d for d in drop)}", "--", str(SPAMNB), "-q"]
+
+
+@pytest.mark.parametrize("src", ["one message", "a folder"])
+def test_a_save_that_cannot_keep_the_owner_is_refused(model: Path, tmp_path: Path, src: str) -> None:
+    needs_root()
+    path = own_model(tmp_path, model, mode=0o666)
+    before = path.read_bytes()
+    mail = one_message(tmp_path) if src == "one message" else a_folder(tmp_path)
+    done = subprocess.run([*setpriv("chown"), "train", "-m", str(path), "--spam", str(mail)], capture_output=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    [line] = done.stderr.decode().splitlines()
+    assert line.startswith(f"spamnb: error: {path}: the model belongs to nobody (gid 65534) and this process may not give it to them")
+    assert path.read_bytes() == before and owner_and_mode(path) == (65534, 65534, 0o666)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".model", "model"))) == ["model.npz", "model.npz.lock"]
+
+
+def test_a_read_only_model_is_left_as_it_is(model: Path, tmp_path: Path) -> None:
+    path = own_model(tmp_path, model, uid=os.getuid(), mode=0o444)
+    before = path.read_bytes()
+    expected = f"spamnb: error: {path}: the model is read-only (mode 0444); it is left as it is (chmod u+w it to let spamnb learn)"
+    result = train_cli(path, "--spam", a_folder(tmp_path))  # on main: replaced, exit 0
+    assert result.exit_code == 3 and result.stderr.splitlines() == [expected]
+    done = spamnb("train", "-m", path, "--spam", one_message(tmp_path))
+    assert done.returncode == 3 and done.stderr.decode().splitlines() == [expected]
+    assert path.read_bytes() == before and not Path(f"{path}.journal").exists()
+
+
+def test_the_lock_is_never_followed_through_a_symlink(model: Path, tmp_path: Path) -> None:
+    path = own_model(tmp_path, model, uid=os.getuid(), mode=0o644)
+    target = tmp_path / "elsewhere" / "created-by-spamnb"
+    target.parent.mkdir()
+    Path(f"{path}.lock").symlink_to(target)
+    expected = f"spamnb: error: {path}.lock: the model's lock is a symbolic link; it is not followed (remove it)"
+    result = train_cli(path, "--spam", a_folder(tmp_path))  # on main: `target` made, by root if root trains
+    assert result.exit_code == 3 and result.stderr.splitlines() == [expected]
+    done = spamnb("train", "-m", path, "--spam", one_message(tmp_path))
+    assert done.returncode == 3 and done.stderr.decode().splitlines() == [expected]
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(("model_mode", "lock_mode"), [(0o644, 0o600), (0o640, 0o600), (0o664, 0o660), (0o666, 0o666)])
+def test_the_lock_has_the_models_permissions(model: Path, tmp_path: Path, model_mode: int, lock_mode: int) -> None:
+    path = own_model(tmp_path, model, uid=os.getuid(), mode=model_mode)
+    assert train_cli(path, "--spam", a_folder(tmp_path)).exit_code == 0
+    # On main 0644 whatever the model's: anyone could open it and hold the lock for ever.
+    assert Path(f"{path}.lock").stat().st_mode & 0o777 == lock_mode
+
+
+def wait_for_line(stream: IO[bytes], timeout: float = 60) -> bytes:
+    ready, _, _ = select.select([stream], [], [], timeout)
+    assert ready, "no line within the timeout"
+    return stream.readline()
+
+
+def test_a_busy_lock_is_said_once_and_train_wait_gives_up(model: Path, tmp_path: Path) -> None:
+    if not SPAMNB.exists():
+        pytest.skip(f"no console script at {SPAMNB}")
+    path = own_model(tmp_path, model, uid=os.getuid(), mode=0o600)
+    box = a_folder(tmp_path)
+    with store.locked(str(path)):
+        # On main: blocked for ever, with nothing said.
+        for src in (one_message(tmp_path), box):
+            done = spamnb("train", "-m", path, "--wait", "0.5", "--spam", src)
+            assert done.returncode == 3, done.stderr
+            assert done.stderr.decode().splitlines() == [f"spamnb: error: {path}: the model is locked by process {os.getpid()}; gave up after waiting 0.5 s (train --wait)"]
+        waiting = subprocess.Popen([str(SPAMNB), "-q", "train", "-m", str(path), "--spam", str(box)], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            assert wait_for_line(waiting.stderr).decode() == f"spamnb: {path}: waiting for the model's lock, held by process {os.getpid()}\n"  # type: ignore[arg-type]
+        except BaseException:
+            waiting.kill()
+            raise
+    _, rest = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0 and "waiting" not in rest.decode()
+
+
+def test_disk_full_names_the_file_and_leaves_the_model(model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = own_model(tmp_path, model, uid=os.getuid(), mode=0o600)
+    before = path.read_bytes()
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(store, "write_npz", full)
+    result = train_cli(path, "--spam", a_folder(tmp_path))  # on main: "[Errno 28] No space left on device"
+    assert result.exit_code == 3
+    [line] = result.stderr.splitlines()
+    assert re.fullmatch(rf"spamnb: error: {re.escape(str(path))}: cannot save the model \(No space left on device, writing {re.escape(str(tmp_path))}/\.model\.npz\.spamnb-\w+\.tmp\); the model is as it was", line), line
+    assert path.read_bytes() == before and not list(tmp_path.glob(".model.npz.spamnb-*"))
+    monkeypatch.undo()
+    monkeypatch.setattr(journal.os, "write", full)
+    assert learnone.main(["-q", "train", "-m", str(path), "--spam", str(one_message(tmp_path))]) == 3
+    assert not Path(f"{path}.journal").exists() and path.read_bytes() == before
+
+
+def test_disk_full_on_a_real_small_filesystem(model: Path, tmp_path: Path) -> None:
+    needs_root()
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        path = own_model(mount, model, uid=os.getuid(), mode=0o600)
+        before = path.read_bytes()
+        with contextlib.suppress(OSError), open(mount / "filler", "wb", buffering=0) as filler:
+            while True:
+                filler.write(bytes(4096))
+        result = train_cli(path, "--spam", a_folder(tmp_path))
+        assert result.exit_code == 3
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"spamnb: error: {path}: cannot save the model (No space left on device, writing {mount}/.model.npz.spamnb-"), line
+        assert path.read_bytes() == before and sorted(p.name for p in mount.iterdir()) == ["filler", "model.npz", "model.npz.lock"]
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
