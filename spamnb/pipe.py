@@ -33,6 +33,10 @@ READ_SIZE = 1 << 16
 AFTERWORD = "; message passed through unchanged"
 
 
+# `--spam-cutoff` / `--ham-cutoff` for this message: (spam, ham), None for the model's.
+MODEL_CUTOFFS: tuple[float | None, float | None] = (None, None)
+
+
 class InputError(Exception):
     """Nothing to filter."""
 
@@ -63,25 +67,35 @@ def one_line(err: BaseException) -> str:
 def describe(err: BaseException) -> str:
     """One line: the message of an expected error, the type too of any other."""
     text = one_line(err)
-    if isinstance(err, InputError) or type(err).__name__ == "ModelError":
+    if isinstance(err, InputError) or type(err).__name__ in ("ModelError", "CutoffError"):
         return text
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
 
-def filter_message(model_path: str | None, data: bytes) -> tuple[bytes, int]:
+def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS) -> tuple[bytes, int]:
     """The stamped message and its exit status."""
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
     from spamnb import npzview, onemessage
 
-    _, score, verdict = onemessage.score_message(model_path or npzview.default_path(), data)
+    _, score, verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs)
     return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
 
 
-def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, refuse: str = "") -> int:
+def run(
+    model_path: str | None,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    stderr: TextIO,
+    refuse: str = "",
+    cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
+    exit_zero: bool = False,
+) -> int:
     """Filter one message; `model_path` None means the default model; `refuse` (a usage
-    error) passes the message through unscored with that reason."""
+    error) passes the message through unscored with that reason.  `exit_zero`: exit 0
+    for every verdict, so that procmail's `:0 fw` takes the stamped message without
+    logging a failure (3 stays 3: procmail then keeps its own copy)."""
     chunks: list[bytes] = []
     complaint = ""
     try:
@@ -89,8 +103,10 @@ def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextI
         if refuse:
             raise InputError(refuse)
         chunks[:] = [b"".join(chunks)]
-        out, status = filter_message(model_path, chunks[0])
+        out, status = filter_message(model_path, chunks[0], cutoffs)
         chunks[:] = [out]
+        if exit_zero:
+            status = 0
     except Exception as err:  # noqa: BLE001 - fail open, whatever went wrong (MemoryError too)
         status, complaint = EXIT_ERROR, describe(err) + AFTERWORD
     try:
@@ -107,42 +123,56 @@ def run(model_path: str | None, stdin: BinaryIO, stdout: BinaryIO, stderr: TextI
 
 
 def parse_args(argv: list[str]) -> tuple[bool, str | None]:
-    """Whether argv is `[--debug|-q|--quiet]... classify --pipe [-m MODEL|--model MODEL|--jobs N]...`, and its MODEL.
+    """Whether argv is a pipe invocation `parse_options` reads, and its MODEL (None: the default)."""
+    args = parse_options(argv)
+    return (False, None) if args is None else (True, args[0])
 
-    (False, None) for anything else (including --help or a stray SRC), which the full
-    command line then handles, errors and all.  MODEL None: the default model.
+
+VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff")
+
+
+def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, float | None], bool] | None:
+    """(MODEL, cut-offs, --exit-zero) of `[--debug|-q|--quiet]... classify --pipe [OPTION]...`,
+    OPTION one of -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P, --exit-zero,
+    -q/--quiet.  MODEL None: the default model.
+
+    None for anything else (including --help or a stray SRC), which the full command
+    line then handles, errors and all.
     """
-    no = (False, None)
     args = list(argv)
     while args and args[0] in ("--debug", "-q", "--quiet"):
         args.pop(0)
     if not args or args[0] != "classify" or "--pipe" not in args:
-        return no
-    model = None
+        return None
+    values: dict[str, str] = {}
+    exit_zero = False
     rest = args[1:]
     i = 0
     while i < len(rest):
         arg = rest[i]
-        if arg == "--pipe":
+        name, eq, value = arg.partition("=")
+        if arg in ("--pipe", "-q", "--quiet", "--exit-zero"):
+            exit_zero = exit_zero or arg == "--exit-zero"
             i += 1
-        elif arg in ("-m", "--model", "--jobs") and i + 1 < len(rest):
-            if arg != "--jobs":
-                model = rest[i + 1]
+        elif arg in VALUED and i + 1 < len(rest):
+            values["--model" if arg == "-m" else arg] = rest[i + 1]
             i += 2
-        elif arg.startswith("--model="):
-            model = arg[len("--model=") :]
-            i += 1
-        elif arg.startswith("--jobs="):
+        elif eq and name in VALUED and name.startswith("--"):
+            values[name] = value
             i += 1
         elif arg.startswith("-m") and len(arg) > 2:
-            model = arg[2:]
+            values["--model"] = arg[2:]
             i += 1
         else:
-            return no
-    if model == "":
-        return no
-    return True, model
+            return None
+    try:
+        spam, ham = (float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff"))
+    except ValueError:
+        return None
+    if values.get("--model") == "":
+        return None
+    return values.get("--model"), (spam, ham), exit_zero
 
 
-def main(model_path: str | None) -> int:
-    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False) -> int:
+    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero)

@@ -120,7 +120,7 @@ def test_a_huge_message_and_its_piped_copy_are_learnt_once(model: Path, tmp_path
     assert piped != huge and len(piped) > len(huge)
     path = tmp_path / "m.npz"
     for data in (huge, piped):
-        done = CliRunner().invoke(cli, ["-q", "train", "-m", str(path), "--spam", "-"], input=data)
+        done = CliRunner().invoke(cli, ["train", "-m", str(path), "--spam", "-"], input=data)
         assert done.exit_code == 0, done.stderr
     assert "learnt 0, moved 0, already known 1" in done.stderr
 
