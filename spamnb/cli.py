@@ -23,6 +23,38 @@ EXIT_PARTIAL = 1
 EXIT_USAGE = 2
 EXIT_ERROR = 3
 EXIT_INTERRUPTED = 130
+# A reader of stdout that left (`spamnb classify DIR | head -1`) ends the command quietly,
+# with the status a shell reports for `cat` in `cat FILE | head -1`: 128 + SIGPIPE.
+EXIT_STDOUT_CLOSED = 141
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout has gone: nothing more to say, to anyone."""
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll flags an error on its end)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        return False
+
+
+def end_quietly() -> None:
+    """Point stdout at /dev/null (the exit's flush of it would complain) and exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(EXIT_STDOUT_CLOSED)
 
 
 class Failure(click.ClickException):
@@ -50,6 +82,12 @@ def guarded(fn: F) -> F:
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except (ModelError, SourceError) as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except BrokenPipeError as err:
+            if stdout_closed():
+                raise StdoutClosed from err
             if debug:
                 traceback.print_exc()
             raise Failure(str(err)) from err
@@ -88,6 +126,16 @@ class OneLineErrors(click.Group):
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)
+            sys.stdout.flush()  # here, not at exit: a reader gone is then still ours to handle
+            # A large write to a pipe whose reader left can come back short without an error.
+            if stdout_closed():
+                end_quietly()
+        except StdoutClosed:
+            end_quietly()
+        except BrokenPipeError:
+            if not stdout_closed():
+                raise
+            end_quietly()
         except click.UsageError as err:
             where = f"{err.ctx.command_path}: " if err.ctx is not None else ""
             click.echo(f"spamnb: error: {where}{err.format_message()} (see --help)", err=True)

@@ -11,7 +11,10 @@ scored on its first `max_bytes` and passed through whole.
 
 Fails open: on any error (missing or damaged model, unreadable or empty input, a bug,
 MemoryError) the bytes read go out unchanged, one line goes to stderr, and the exit
-status is 3.  Imports only the standard library: the model is mapped, not read, and
+status is 3.  SIGINT, SIGTERM and SIGHUP do not stop it part way: the rest of the
+input is read and the message goes out unchanged (whole, if it was being written),
+with one line and exit 3.  A verdict is reported only when the whole message was
+written: a short or failed write (the reader gone) is exit 3 and one line.  Imports only the standard library: the model is mapped, not read, and
 the message scored without numpy (`spamnb.onemessage`).  The console script reaches
 `main` without click (see `spamnb.entry`).
 """
@@ -67,7 +70,7 @@ def one_line(err: BaseException) -> str:
 def describe(err: BaseException) -> str:
     """One line: the message of an expected error, the type too of any other."""
     text = one_line(err)
-    if isinstance(err, InputError) or type(err).__name__ in ("ModelError", "CutoffError"):
+    if isinstance(err, (InputError, Stopped)) or type(err).__name__ in ("ModelError", "CutoffError"):
         return text
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
@@ -83,6 +86,52 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
     return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
 
 
+class Stopped(Exception):
+    """A stop signal came before the verdict: the message goes out unchanged."""
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP, recorded instead of obeyed while the mail is in hand.
+
+    The handler only notes the signal: a read it interrupts is resumed (PEP 475), so no
+    byte read is dropped and the rest of the input still comes; the filter checks the
+    note between its steps.  The previous handlers come back on leaving.
+    """
+
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.caught: list[int] = []
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> StopSignals:
+        import signal
+
+        def note(signum: int, frame: object) -> None:
+            self.caught.append(signum)
+
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: nothing to catch
+            for name in self.NAMES:
+                number = getattr(signal, name)
+                self.previous[number] = signal.signal(number, note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.caught[0]).name
+
+    def check(self) -> None:
+        if self.caught:
+            raise Stopped(f"stopped by {self.name()}")
+
+
 def run(
     model_path: str | None,
     stdin: BinaryIO,
@@ -96,6 +145,25 @@ def run(
     error) passes the message through unscored with that reason.  `exit_zero`: exit 0
     for every verdict, so that procmail's `:0 fw` takes the stamped message without
     logging a failure (3 stays 3: procmail then keeps its own copy)."""
+    with StopSignals() as stop:
+        status, complaint = filter_stream(model_path, stdin, stdout, refuse, stop, cutoffs, exit_zero)
+    if complaint:
+        with contextlib.suppress(Exception):
+            stderr.write(f"spamnb: {complaint}\n")
+            stderr.flush()
+    return status
+
+
+def filter_stream(
+    model_path: str | None,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    refuse: str,
+    stop: StopSignals,
+    cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
+    exit_zero: bool = False,
+) -> tuple[int, str]:
+    """Read, score and write one message: (exit status, a line for stderr or "")."""
     chunks: list[bytes] = []
     complaint = ""
     try:
@@ -103,23 +171,50 @@ def run(
         if refuse:
             raise InputError(refuse)
         chunks[:] = [b"".join(chunks)]
+        stop.check()
         out, status = filter_message(model_path, chunks[0], cutoffs)
+        stop.check()  # the verdict came too late: the message goes out as it came
         chunks[:] = [out]
         if exit_zero:
             status = 0
     except Exception as err:  # noqa: BLE001 - fail open, whatever went wrong (MemoryError too)
         status, complaint = EXIT_ERROR, describe(err) + AFTERWORD
+    total = sum(len(c) for c in chunks)
+    written = [0]
     try:
         for chunk in chunks:
-            stdout.write(chunk)
+            write_all(stdout, chunk, written)
         stdout.flush()
     except Exception as err:  # noqa: BLE001 - stdout is gone: nothing more can be done for the message
-        status, complaint = EXIT_ERROR, f"cannot write the message to stdout: {one_line(err) or type(err).__name__}"
-    if complaint:
-        with contextlib.suppress(Exception):
-            stderr.write(f"spamnb: {complaint}\n")
-            stderr.flush()
-    return status
+        reason = one_line(err) or type(err).__name__
+        status, complaint = EXIT_ERROR, f"cannot write the message to stdout: {reason} (after {written[0]:,} of {total:,} bytes)"
+        silence(stdout)
+        return status, complaint
+    if stop.caught and not complaint:
+        status, complaint = EXIT_ERROR, f"stopped by {stop.name()} while writing the message; it was written whole, with its verdict"
+    return status, complaint
+
+
+def write_all(stdout: BinaryIO, data: bytes, written: list[int]) -> None:
+    """Write all of `data` (counting into `written[0]`) or raise: a buffered write to a
+    pipe whose reader left may return short (65,536 of 200 MB) without an error."""
+    view = memoryview(data)
+    while view:
+        n = stdout.write(view)
+        if not n:
+            raise OSError(f"a write of {len(view):,} bytes wrote none")
+        written[0] += n
+        view = view[n:]
+
+
+def silence(stdout: BinaryIO) -> None:
+    """Point the closed stdout at /dev/null, so that the exit's flush of it says nothing more."""
+    import os
+
+    with contextlib.suppress(Exception):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())
+        os.close(devnull)
 
 
 def parse_args(argv: list[str]) -> tuple[bool, str | None]:

@@ -1,8 +1,10 @@
 """Rendering results for people (rich tables) and for machines (JSON, tab-separated)."""
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -240,4 +242,10 @@ def stdout_is_terminal() -> bool:
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    class Quiet(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; the command line ends every closed stdout alike (cli.end_quietly).
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return Quiet(stderr=stderr, highlight=False)
