@@ -1,7 +1,8 @@
 """The command line: parse arguments, wire the stages, render.  No logic of its own.
 
 Exit statuses: 0 done; 1 some messages unreadable, a forget refused or a
-`--fail-under` bar missed; 2 usage error; 3 the model or a source cannot be used.
+`--fail-under`/`--fail-over` bar missed; 2 usage error; 3 the model or a source
+cannot be used; 130 interrupted (Ctrl-C).
 """
 from __future__ import annotations
 
@@ -17,8 +18,43 @@ import click
 from spamnb import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
+QUIET_HELP = "No progress bar and no summary line (warnings and errors still print)."
 EXIT_PARTIAL = 1
+EXIT_USAGE = 2
 EXIT_ERROR = 3
+EXIT_INTERRUPTED = 130
+# A reader of stdout that left (`spamnb classify DIR | head -1`) ends the command quietly,
+# with the status a shell reports for `cat` in `cat FILE | head -1`: 128 + SIGPIPE.
+EXIT_STDOUT_CLOSED = 141
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout has gone: nothing more to say, to anyone."""
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll flags an error on its end)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        return False
+
+
+def end_quietly() -> None:
+    """Point stdout at /dev/null (the exit's flush of it would complain) and exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(EXIT_STDOUT_CLOSED)
 
 
 class Failure(click.ClickException):
@@ -46,6 +82,12 @@ def guarded(fn: F) -> F:
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except (ModelError, SourceError) as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except BrokenPipeError as err:
+            if stdout_closed():
+                raise StdoutClosed from err
             if debug:
                 traceback.print_exc()
             raise Failure(str(err)) from err
@@ -84,6 +126,16 @@ class OneLineErrors(click.Group):
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)
+            sys.stdout.flush()  # here, not at exit: a reader gone is then still ours to handle
+            # A large write to a pipe whose reader left can come back short without an error.
+            if stdout_closed():
+                end_quietly()
+        except StdoutClosed:
+            end_quietly()
+        except BrokenPipeError:
+            if not stdout_closed():
+                raise
+            end_quietly()
         except click.UsageError as err:
             where = f"{err.ctx.command_path}: " if err.ctx is not None else ""
             click.echo(f"spamnb: error: {where}{err.format_message()} (see --help)", err=True)
@@ -92,19 +144,60 @@ class OneLineErrors(click.Group):
             err.show()
             sys.exit(err.exit_code)
         except click.Abort:
-            click.echo("spamnb: error: aborted", err=True)
-            sys.exit(1)
+            # Ctrl-C (click turns KeyboardInterrupt into Abort): the shell's 128 + SIGINT.
+            click.echo("spamnb: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         sys.exit(status if isinstance(status, int) else 0)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Bare `spamnb` shows the help, as `spamnb --help` does (not as an error).
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="spamnb")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
 @click.pass_context
 def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     """Naive Bayes spam filter for mbox, maildir and message files."""
     ctx.obj = {"quiet": quiet}
+
+
+def set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(dict)["quiet"] = True
+
+
+def quiet_option(fn: F) -> F:
+    """`-q` after the subcommand too (`spamnb train -q ...`), as before it."""
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=set_quiet, help=QUIET_HELP)(fn)
+
+
+def cutoff_options(fn: F) -> F:
+    fn = click.option(
+        "--ham-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        help="Ham when P(spam) <= P; between the cut-offs, unsure. [default: the model's, else 0.1]",
+    )(fn)
+    fn = click.option(
+        "--spam-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        help="Spam when P(spam) >= P. [default: the model's, else 0.95]",
+    )(fn)
+    return fn
+
+
+def with_cutoffs(scoring: Any, spam_cutoff: float | None, ham_cutoff: float | None) -> Any:
+    """`scoring` with the cut-offs given; ham's must stay below spam's (a usage error)."""
+    if spam_cutoff is None and ham_cutoff is None:
+        return scoring
+    spam = scoring.spam_cutoff if spam_cutoff is None else spam_cutoff
+    ham = scoring.ham_cutoff if ham_cutoff is None else ham_cutoff
+    if not 0 < ham < spam < 1:
+        raise click.UsageError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
+    return scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
 
 
 def token_options(fn: F) -> F:
@@ -178,11 +271,16 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
         )
     tokens = tokens.replace(**token_changes)
     scoring_changes = {k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None}
-    if scoring_changes and scoring.replace(**scoring_changes) != scoring:
-        # The calibration was fitted to the other scoring's log-odds; it is refitted when training.
-        scoring_changes["calibration"] = Scoring().calibration
-    scoring = scoring.replace(**scoring_changes)
-    return tokens, scoring
+    changed = scoring.replace(**scoring_changes)
+    if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
+        # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
+        # all the mail learnt, which the model does not keep.
+        raise Failure(
+            f"the model was trained with --event {scoring.event} --alpha {scoring.event_model().alpha:g}; "
+            "its calibration fits only those, so they cannot change now (train a new model instead)",
+            code=EXIT_USAGE,
+        )
+    return tokens, changed
 
 
 def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
@@ -214,8 +312,10 @@ def report_problems(problems: Iterable[Any]) -> int:
 )
 @token_options
 @scoring_options
+@cutoff_options
 @pruning_options
 @jobs_option
+@quiet_option
 @click.pass_context
 @guarded
 def train(
@@ -230,6 +330,8 @@ def train(
     stopwords: bool | None,
     event: str | None,
     alpha: float | None,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
     min_count: int,
     max_tokens: int,
     jobs: int,
@@ -253,6 +355,8 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
+        # Stored in the model: every later classify and --pipe uses them.
+        model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
         items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
@@ -266,11 +370,12 @@ def train(
     done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
     if pruned:
         done += f", pruned {pruned} tokens"
-    click.echo(
-        f"{model_path}: {done}, already known {result.already}; "
-        f"model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham",
-        err=True,
-    )
+    if not ctx.obj["quiet"] or bad or result.never_learnt:  # quiet unless something needs a look
+        click.echo(
+            f"{model_path}: {done}, already known {result.already}; "
+            f"model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham",
+            err=True,
+        )
     if bad or result.never_learnt:
         ctx.exit(EXIT_PARTIAL)
 
@@ -280,27 +385,49 @@ def train(
 @click.argument("sources", nargs=-1, metavar="[SRC]...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
+@click.option("--exit-zero", is_flag=True, help="With --pipe: exit 0 whatever the verdict (3 still on an error), for procmail's `:0 fw`.")
+@cutoff_options
 @jobs_option
+@quiet_option
 @click.pass_context
-def classify(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, pipe: bool, jobs: int) -> None:
-    """Score messages (stdin when no SRC is given)."""
+def classify(
+    ctx: click.Context,
+    model_path: str,
+    sources: tuple[str, ...],
+    as_json: bool,
+    pipe: bool,
+    exit_zero: bool,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
+    jobs: int,
+) -> None:
+    """Score messages (stdin when no SRC is given).
+
+    --spam-cutoff and --ham-cutoff apply to this run only (`train` stores them).
+    """
     if pipe:
         from spamnb import pipe as pipe_filter
 
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
-        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse))
-    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs)
+        cutoffs = (spam_cutoff, ham_cutoff)
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero))
+    if exit_zero:
+        raise click.UsageError("--exit-zero goes with --pipe")
+    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff))
 
 
 @guarded
-def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, jobs: int) -> None:
+def classify_batch(
+    ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, jobs: int, cutoffs: tuple[float | None, float | None]
+) -> None:
     from spamnb import classifier, report, store
     from spamnb import sources as src
     from spamnb.progress import progress_bar
     from spamnb.sources import Problem
 
     model = store.load(model_path)
+    model.scoring = with_cutoffs(model.scoring, *cutoffs)
     items = src.read_all(sources, model.tokens.max_bytes)
     to_terminal = report.stdout_is_terminal() and not as_json
     rows = []
@@ -327,7 +454,7 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 @cli.command(name="eval")
 @click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
-@click.option("--folds", type=int, default=None, help="Cross-validation folds. [default: 5]")
+@click.option("--folds", type=click.IntRange(2), default=None, metavar="K", help="Cross-validation folds, 2 or more. [default: 5]")
 @click.option(
     "--train-size", type=click.IntRange(2), default=None, metavar="N",
     help="Each fold learns only N of the other folds' messages (classes in their shares): a new user's first N.",
@@ -336,10 +463,16 @@ def classify_batch(ctx: click.Context, model_path: str, sources: tuple[str, ...]
 @click.option("--train-on-error", is_flag=True, help="With --online: learn only the messages it got wrong or was unsure of.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
+@click.option(
+    "--fail-over", "ceilings", multiple=True, metavar="METRIC=VALUE",
+    help="Exit 1 when METRIC is above VALUE, for the lower-is-better ones such as false_positive_rate (repeatable).",
+)
 @token_options
 @scoring_options
+@cutoff_options
 @pruning_options
 @jobs_option
+@quiet_option
 @click.pass_context
 @guarded
 def evaluate(
@@ -354,10 +487,13 @@ def evaluate(
     train_on_error: bool,
     as_json: bool,
     bars: tuple[str, ...],
+    ceilings: tuple[str, ...],
     ngram: int | None,
     stopwords: bool | None,
     event: str | None,
     alpha: float | None,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
     min_count: int,
     max_tokens: int,
     jobs: int,
@@ -372,6 +508,7 @@ def evaluate(
     need_labelled(spam, ham, index)
     try:
         parsed_bars = [metrics.parse_bar(b) for b in bars]
+        parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
     except ValueError as err:
         raise click.UsageError(str(err)) from err
     if train_on_error and not online:
@@ -384,6 +521,7 @@ def evaluate(
             from spamnb import online as online_eval
 
             tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
+            scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance)
         elif model_path is not None:
@@ -393,12 +531,14 @@ def evaluate(
                 raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
+            model.scoring = scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
             items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
         else:
             tokens, scoring = settings_from(ngram, stopwords, event, alpha)
+            scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
             from spamnb.nb import Pruning
 
             pruning = Pruning(min_count, max_tokens)
@@ -411,16 +551,18 @@ def evaluate(
     odds = np.array([s.log_odds for s in scored])
     probs = np.array([s.score for s in scored])
     result = metrics.evaluate(labels, odds, probs, [s.verdict for s in scored])
-    failures = metrics.failed_bars(result, parsed_bars)
+    failures = metrics.failed_bars(result, parsed_bars, parsed_ceilings)
+    spam_sweep = metrics.threshold_sweep(labels, probs, metrics.with_cutoff(metrics.SPAM_CUTOFFS, scoring.spam_cutoff))
+    ham_sweep = metrics.ham_sweep(labels, probs, metrics.with_cutoff(metrics.HAM_CUTOFFS, scoring.ham_cutoff))
     if as_json:
-        found = result.as_dict()
+        found = report.eval_json(result, scoring, spam_sweep, ham_sweep)
         if learnt is not None:
             found["lam_percent"] = online_eval.lam_percent(scored)
             found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
         click.echo(json.dumps(found))
     else:
         out = report.console()
-        for table in report.eval_tables(result, metrics.threshold_sweep(labels, probs)):
+        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring):
             out.print(table)
             out.print()
         out.print(report.score_histogram(labels, odds))
@@ -440,6 +582,7 @@ def evaluate(
 @click.option("--prefer", type=click.Choice(["spam", "ham"]), default=None, help="The class to keep for a message learnt as spam in one model and ham in another.")
 @click.option("--messages", multiple=True, metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
 @jobs_option
+@quiet_option
 @click.pass_context
 @guarded
 def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: str | None, messages: tuple[str, ...], jobs: int) -> None:
@@ -468,6 +611,8 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
         merged, result = merging.merge(names, [target, *parts], prefer=side, messages=items, jobs=jobs)
         store.save(merged, model_path)
     report_problems(result.problems)
+    if ctx.obj["quiet"]:
+        return
     done = f"added {result.added} messages from {len(others)} models"
     if result.counted_once:
         done += f", {result.counted_once} learnt in more than one counted once"
@@ -485,6 +630,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
 @click.option("--explain", "explain_src", metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
+@quiet_option
 @guarded
 def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -> None:
     """Summarise MODEL, or explain the verdict on a message."""

@@ -15,21 +15,27 @@ import sys
 
 HELP = ("-h", "--help", "--version")
 EXIT_ERROR = 3
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if "classify" in args and "--pipe" in args and not any(a in HELP for a in args):
         sys.exit(pipe_main(args))
-    if "train" in args and not any(a in HELP for a in args):
-        from spamnb import learnone  # one message into the journal; None: the command line's work
+    try:
+        if "train" in args and not any(a in HELP for a in args):
+            from spamnb import learnone  # one message into the journal; None: the command line's work
 
-        status = learnone.main(args)
-        if status is not None:
-            sys.exit(status)
-    from spamnb.cli import main as cli_main
+            status = learnone.main(args)
+            if status is not None:
+                sys.exit(status)
+        from spamnb.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    except KeyboardInterrupt:
+        # Ctrl-C before click runs (while importing) or after: the shell's 128 + SIGINT, no traceback.
+        print("spamnb: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def pipe_main(args: list[str]) -> int:
@@ -37,10 +43,10 @@ def pipe_main(args: list[str]) -> int:
         from spamnb import pipe
     except Exception as err:  # noqa: BLE001 - a broken install still delivers the mail
         return pass_through(f"spamnb: cannot load the filter ({err}); message passed through unchanged")
-    matched, model_path = pipe.parse_args(args)
-    if matched:
-        return pipe.main(model_path)
-    refuse = f"classify --pipe takes no SRC and no option but -m/--model, got {' '.join(args)!r}"
+    options = pipe.parse_options(args)
+    if options is not None:
+        return pipe.main(*options)
+    refuse = f"classify --pipe takes no SRC and no option but -m/--model, --spam-cutoff, --ham-cutoff, --exit-zero, got {' '.join(args)!r}"
     return pipe.run(None, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse)
 
 

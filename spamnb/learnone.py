@@ -87,8 +87,10 @@ def main(argv: list[str]) -> int | None:
     model_path = model_path or npzview.default_path()
     if not os.path.isfile(model_path) or not all(single_message_file(src) for _, src in sources):
         return None
+    # -q (before `train`: parse_args takes no other place for it) drops the summary line.
+    quiet = any(a in ("-q", "--quiet") for a in argv[: argv.index("train")])
     try:
-        return learn(model_path, sources, forget, wait)
+        return learn(model_path, sources, forget, wait, quiet)
     except npzview.NotPlain:
         return None
     except (npzview.ModelError, OSError) as err:
@@ -107,7 +109,7 @@ def notice(text: str) -> None:
     print(f"spamnb: {text}", file=sys.stderr, flush=True)
 
 
-def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None) -> int:
+def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None, quiet: bool = False) -> int:
     from spamnb import headers, onemessage
     from spamnb.sources import Problem, read_source
     from spamnb.tokens import Tokenizer
@@ -151,7 +153,8 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
     for message_id in never:
         print(f"spamnb: {message_id}: never learnt, nothing to forget", file=sys.stderr)
     done = f"forgot {forgotten}" if forget else f"learnt {learnt}, moved {moved}"
-    print(f"{model_path}: {done}, already known {already}; model holds {docs[1]} spam and {docs[0]} ham", file=sys.stderr)
+    if not quiet or problems or never:  # as `train -q`: quiet unless something needs a look
+        print(f"{model_path}: {done}, already known {already}; model holds {docs[1]} spam and {docs[0]} ham", file=sys.stderr)
     return EXIT_PARTIAL if problems or never else 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -115,18 +115,18 @@ class Report:
         """Every metric by name; an undefined one (e.g. AUC without ham) is None, JSON's null,
         since NaN is not JSON and strict parsers (JSON.parse, Go's encoding/json) refuse it."""
         out: dict[str, float | int | None] = dict(self.__dict__)
-        for name in (
-            "accuracy",
-            "precision",
-            "recall",
-            "f1",
-            "false_positive_rate",
-            "false_negative_rate",
-            "one_minus_roca_percent",
-            "unsure_rate",
-        ):
+        for name in DERIVED:
             out[name] = getattr(self, name)
         return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in out.items()}
+
+
+# The metrics computed from the counts (Report's properties), after its fields in `as_dict`.
+DERIVED = ("accuracy", "precision", "recall", "f1", "false_positive_rate", "false_negative_rate", "one_minus_roca_percent", "unsure_rate")
+
+
+def metric_names() -> list[str]:
+    """Every name `--fail-under` and `--fail-over` take: the keys of `Report.as_dict`."""
+    return [f.name for f in fields(Report)] + list(DERIVED)
 
 
 def evaluate(labels: Sequence[str], log_odds: np.ndarray, probs: np.ndarray, verdicts: Sequence[str]) -> Report:
@@ -152,8 +152,12 @@ def evaluate(labels: Sequence[str], log_odds: np.ndarray, probs: np.ndarray, ver
     )
 
 
+SPAM_CUTOFFS = (0.5, 0.8, 0.9, 0.95, 0.99, 0.999)
+HAM_CUTOFFS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5)
+
+
 def threshold_sweep(
-    labels: Sequence[str], probs: np.ndarray, cutoffs: Sequence[float] = (0.5, 0.8, 0.9, 0.95, 0.99, 0.999)
+    labels: Sequence[str], probs: np.ndarray, cutoffs: Sequence[float] = SPAM_CUTOFFS
 ) -> list[tuple[float, int, int]]:
     """(cut-off, ham flagged as spam, spam missed) at each spam cut-off on P(spam)."""
     positive = np.array([label == "spam" for label in labels], dtype=bool)
@@ -161,27 +165,46 @@ def threshold_sweep(
     return [(c, int(((probs >= c) & ~positive).sum()), int(((probs < c) & positive).sum())) for c in cutoffs]
 
 
-def parse_bar(text: str) -> tuple[str, float]:
-    """`METRIC=VALUE` of `--fail-under`."""
+def ham_sweep(labels: Sequence[str], probs: np.ndarray, cutoffs: Sequence[float] = HAM_CUTOFFS) -> list[tuple[float, int, int]]:
+    """(cut-off, spam passed as ham, ham not passed as ham) at each ham cut-off on P(spam)."""
+    positive = np.array([label == "spam" for label in labels], dtype=bool)
+    probs = np.asarray(probs)
+    return [(c, int(((probs <= c) & positive).sum()), int(((probs > c) & ~positive).sum())) for c in cutoffs]
+
+
+def with_cutoff(cutoffs: Sequence[float], cutoff: float) -> list[float]:
+    """The sweep's cut-offs and the one in use, in order."""
+    return sorted({*cutoffs, cutoff})
+
+
+def parse_bar(text: str, option: str = "--fail-under") -> tuple[str, float]:
+    """`METRIC=VALUE` of `--fail-under` or `--fail-over`; an unknown METRIC is an error."""
     name, sep, value = text.partition("=")
     if not sep:
-        raise ValueError(f"--fail-under wants METRIC=VALUE, got {text!r}")
+        raise ValueError(f"{option} wants METRIC=VALUE, got {text!r}")
+    name = name.strip()
+    if name not in metric_names():
+        raise ValueError(f"{option}: unknown metric {name!r}; known: {', '.join(sorted(metric_names()))}")
     try:
-        return name.strip(), float(value)
+        return name, float(value)
     except ValueError as err:
-        raise ValueError(f"--fail-under {text!r}: {value!r} is not a number") from err
+        raise ValueError(f"{option} {text!r}: {value!r} is not a number") from err
 
 
-def failed_bars(report: Report, bars: Sequence[tuple[str, float]]) -> list[str]:
-    """One line per metric below its bar; unknown metric names are an error."""
+def failed_bars(report: Report, bars: Sequence[tuple[str, float]], ceilings: Sequence[tuple[str, float]] = ()) -> list[str]:
+    """One line per metric below its bar (`--fail-under`) or above its ceiling (`--fail-over`);
+    unknown metric names are an error."""
     values = report.as_dict()
     failures = []
-    for name, bar in bars:
+    for (name, limit), under in [*((b, True) for b in bars), *((c, False) for c in ceilings)]:
         if name not in values:
-            raise ValueError(f"--fail-under: unknown metric {name!r}; known: {', '.join(sorted(values))}")
+            raise ValueError(f"{'--fail-under' if under else '--fail-over'}: unknown metric {name!r}; known: {', '.join(sorted(values))}")
         value = values[name]
+        word = "bar" if under else "ceiling"
         if value is None:
-            failures.append(f"{name} is undefined on this mail, so it cannot reach the bar {bar:g}")
-        elif not value >= bar:
-            failures.append(f"{name} = {value:.6g} is under the bar {bar:g}")
+            failures.append(f"{name} is undefined on this mail, so it cannot be held to the {word} {limit:g}")
+        elif under and not value >= limit:
+            failures.append(f"{name} = {value:.6g} is under the bar {limit:g}")
+        elif not under and not value <= limit:
+            failures.append(f"{name} = {value:.6g} is over the ceiling {limit:g}")
     return failures

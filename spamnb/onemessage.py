@@ -491,8 +491,23 @@ def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
 Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict"))
 
 
-def score_message(path: str, data: bytes) -> Verdict:
-    """One message's log-odds, P(spam) and verdict under the model at `path`.
+class CutoffError(ValueError):
+    """Cut-offs given for one message that do not leave ham's below spam's."""
+
+
+def verdict_at(scoring: Scoring, score: float, cutoffs: tuple[float | None, float | None]) -> str:
+    """The verdict on `score` under the model's cut-offs, or those of `cutoffs` (spam, ham) not None."""
+    if cutoffs == (None, None):
+        return scoring.verdict(score)
+    spam = scoring.spam_cutoff if cutoffs[0] is None else cutoffs[0]
+    ham = scoring.ham_cutoff if cutoffs[1] is None else cutoffs[1]
+    if not 0 < ham < spam < 1:
+        raise CutoffError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
+    return "spam" if score >= spam and score > scoring.spam_floor else "ham" if score <= ham else "unsure"
+
+
+def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None)) -> Verdict:
+    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`, see `verdict_at`).
 
     A model file that is a zip of another kind than spamnb writes (compressed members,
     ZIP64) goes to numpy's loader instead.
@@ -507,7 +522,7 @@ def score_message(path: str, data: bytes) -> Verdict:
         full = store.load(path, scoring_only=True)
         lo = full.explain(Tokenizer(full.tokens)(data)).log_odds
         p = full.scoring.probability(lo)
-        return Verdict(lo, p, full.scoring.verdict(p))
+        return Verdict(lo, p, verdict_at(full.scoring, p, cutoffs))
     lo = model.log_odds(Tokenizer(model.tokens)(data))
     p = model.scoring.probability(lo)
-    return Verdict(lo, p, model.scoring.verdict(p))
+    return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -28,6 +29,9 @@ _worker: tuple[Callable[[Any, Any], Any], Any] | None = None
 def _start_worker(fn: Callable[[S, T], R], state: S) -> None:
     global _worker
     _worker = (fn, state)
+    # Workers leave Ctrl-C to the parent, which ends them: no traceback from each worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _run(task: T) -> R:
@@ -60,7 +64,14 @@ def ordered_map(fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    with context.Pool(jobs, initializer=_start_worker, initargs=(fn, state)) as pool:
+    # Ctrl-C is held while the workers are forked, so that each ignores it before it can
+    # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = context.Pool(jobs, initializer=_start_worker, initargs=(fn, state))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    with pool:
         pending: deque = deque()
         for task in itertools.chain(head, tasks):
             pending.append(pool.apply_async(_run, (task,)))
@@ -68,3 +79,4 @@ def ordered_map(fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+

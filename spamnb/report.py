@@ -1,8 +1,10 @@
 """Rendering results for people (rich tables) and for machines (JSON, tab-separated)."""
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -52,11 +54,13 @@ def fmt(value: float, percent: bool = False) -> str:
     return f"{100 * value:.3f}%" if percent else f"{value:.6f}"
 
 
-def eval_tables(report: Report, sweep: list[tuple[float, int, int]]) -> list[Table]:
+def eval_tables(
+    report: Report, sweep: list[tuple[float, int, int]], ham_sweep: list[tuple[float, int, int]], scoring: Scoring
+) -> list[Table]:
     confusion = new_table("", "flagged spam", "passed (ham or unsure)", title="confusion")
     confusion.add_row("spam", str(report.true_positives), str(report.false_negatives))
     confusion.add_row("ham", str(report.false_positives), str(report.true_negatives))
-    metrics = new_table("metric", "value", title="metrics")
+    metrics = new_table("metric", "value", title=f"metrics (spam at P >= {scoring.spam_cutoff:g}, ham at P <= {scoring.ham_cutoff:g})")
     for name, value, pct in (
         ("messages", report.messages, False),
         ("spam / ham", f"{report.spam} / {report.ham}", False),
@@ -74,10 +78,32 @@ def eval_tables(report: Report, sweep: list[tuple[float, int, int]]) -> list[Tab
         ("unsure", f"{report.unsure} ({fmt(report.unsure_rate, True)}), {report.unsure_errors} of them wrong", False),
     ):
         metrics.add_row(name, value if isinstance(value, str) else (str(value) if isinstance(value, int) else fmt(value, pct)))
-    sweep_table = new_table("spam cut-off P(spam) >=", "ham lost", "spam missed", title="threshold sweep")
+    spam_table = new_table("spam cut-off P(spam) >=", "ham lost", "spam missed", title="threshold sweep: spam side (--spam-cutoff)")
     for cutoff, lost, missed in sweep:
-        sweep_table.add_row(f"{cutoff:g}", str(lost), str(missed))
-    return [confusion, metrics, sweep_table]
+        spam_table.add_row(in_use(cutoff, scoring.spam_cutoff), str(lost), str(missed))
+    ham_table = new_table("ham cut-off P(spam) <=", "spam passed as ham", "ham not passed", title="threshold sweep: ham side (--ham-cutoff)")
+    for cutoff, passed, held in ham_sweep:
+        ham_table.add_row(in_use(cutoff, scoring.ham_cutoff), str(passed), str(held))
+    return [confusion, metrics, spam_table, ham_table]
+
+
+def in_use(cutoff: float, current: float) -> str:
+    return f"{cutoff:g} (in use)" if cutoff == current else f"{cutoff:g}"
+
+
+def eval_json(
+    report: Report, scoring: Scoring, sweep: list[tuple[float, int, int]], ham_sweep: list[tuple[float, int, int]]
+) -> dict[str, Any]:
+    """`eval --json`: every metric, the cut-offs the verdicts used and both sides' sweeps."""
+    return {
+        **report.as_dict(),
+        "spam_cutoff": scoring.spam_cutoff,
+        "ham_cutoff": scoring.ham_cutoff,
+        "sweep": {
+            "spam_cutoff": [{"cutoff": c, "ham_lost": lost, "spam_missed": missed} for c, lost, missed in sweep],
+            "ham_cutoff": [{"cutoff": c, "spam_passed_as_ham": passed, "ham_not_passed": held} for c, passed, held in ham_sweep],
+        },
+    }
 
 
 def score_histogram(labels: Sequence[str], log_odds: np.ndarray, bins: int = 16, width: int = 16) -> Table:
@@ -216,4 +242,10 @@ def stdout_is_terminal() -> bool:
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    class Quiet(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; the command line ends every closed stdout alike (cli.end_quietly).
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return Quiet(stderr=stderr, highlight=False)

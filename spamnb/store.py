@@ -22,6 +22,7 @@ import contextlib
 import math
 import mmap
 import os
+import re
 import zlib
 from typing import BinaryIO
 
@@ -204,11 +205,13 @@ def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
     """The model's arrays, each header checked before its data is read or inflated."""
     import zipfile
 
-    magic = file.read(len(NPY_MAGIC))
-    if magic == NPY_MAGIC:
+    head = file.read(64)
+    if head.startswith(NPY_MAGIC):
         raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
-    if magic[:4] not in ZIP_MAGIC:
-        raise ModelError(f"{path}: not a spamnb model (not a zip archive)")
+    if head[:4] not in ZIP_MAGIC:
+        # `-m ~/Mail/archive.mbox`: say what it seems to be
+        mail = head.startswith(b"From ") or re.match(rb"[!-9;-~]+:", head)
+        raise ModelError(f"{path}: not a spamnb model ({'it holds mail, ' if mail else ''}not a zip archive)")
     file.seek(0)
     file_size = os.fstat(file.fileno()).st_size
     with zipfile.ZipFile(file) as archive:

@@ -23,7 +23,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, ["-q", *map(str, args)], input=stdin)
+    # No -q: it would silence the summary lines asserted here (CliRunner draws no progress bar).
+    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
 
 
 def ok(*args: str | Path, stdin: bytes | None = None) -> Result:

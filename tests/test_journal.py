@@ -39,7 +39,7 @@ def message_file(folder: Path, name: str, data: bytes) -> Path:
 
 
 def learn(model: Path, label: str, path: Path, *more: str) -> int | None:
-    return learnone.main(["-q", "train", "-m", str(model), f"--{label}", str(path), *more])
+    return learnone.main(["train", "-m", str(model), f"--{label}", str(path), *more])
 
 
 def bulk(model: Path, *args: str) -> None:

@@ -13,6 +13,7 @@ import re
 import resource
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,12 +26,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from spamnb import headers, journal, learnone, sources, store
+from spamnb import cli as cli_module
+from spamnb import headers, journal, learnone, pipe, sources, store
 from spamnb.cli import cli
 from spamnb.sources import Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 from tests.conftest import ENVELOPE, make_mail
-from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, run_pipe, small_model
+from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, build_model, run_pipe, small_model
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +122,7 @@ def test_a_huge_message_and_its_piped_copy_are_learnt_once(model: Path, tmp_path
     assert piped != huge and len(piped) > len(huge)
     path = tmp_path / "m.npz"
     for data in (huge, piped):
-        done = CliRunner().invoke(cli, ["-q", "train", "-m", str(path), "--spam", "-"], input=data)
+        done = CliRunner().invoke(cli, ["train", "-m", str(path), "--spam", "-"], input=data)
         assert done.exit_code == 0, done.stderr
     assert "learnt 0, moved 0, already known 1" in done.stderr
 
@@ -529,3 +531,124 @@ def test_disk_full_on_a_real_small_filesystem(model: Path, tmp_path: Path) -> No
         assert path.read_bytes() == before and sorted(p.name for p in mount.iterdir()) == ["filler", "model.npz", "model.npz.lock"]
     finally:
         subprocess.run(["umount", str(mount)], check=True)
+
+
+# --- items 6, 7 and 9: the reader leaving, stop signals, `| head` ---------------------------
+
+
+BIG_MAIL = make_mail("big", "cheap pills " * 1_000_000)  # 12 MB: far over a pipe's buffer
+
+
+def test_a_reader_that_leaves_early_is_exit_3_and_one_line(model: Path) -> None:
+    if not SPAMNB.exists():
+        pytest.skip(f"no console script at {SPAMNB}")
+    with tempfile.TemporaryFile() as mail:
+        mail.write(BIG_MAIL)
+        mail.seek(0)
+        piped = subprocess.Popen([str(SPAMNB), "classify", "--pipe", "-m", str(model)], stdin=mail, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert piped.stdout is not None and piped.stderr is not None
+        assert piped.stdout.read(100) == BIG_MAIL[:100]
+        piped.stdout.close()  # `| head -c 100`
+        err = piped.stderr.read().decode()
+        # On main: exit 0 (a verdict) with 65,536 of the bytes written, and nothing said.
+        assert piped.wait(timeout=60) == 3
+    assert re.fullmatch(r"spamnb: cannot write the message to stdout: \[Errno 32\] Broken pipe \(after [\d,]+ of [\d,]+ bytes\)\n", err), err
+
+
+class ShortWriter(io.RawIOBase):
+    """A stdout that takes `room` bytes, then writes none (as a pipe whose reader left)."""
+
+    def __init__(self, room: int) -> None:
+        self.room, self.got = room, b""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        n = min(len(data), self.room)
+        self.got, self.room = self.got + bytes(data[:n]), self.room - n
+        return n
+
+
+def test_a_short_write_is_never_reported_as_a_verdict(model: Path) -> None:
+    whole = len(run_pipe(model, SPAM_MAIL * 10).out)
+    out, err = ShortWriter(1000), io.StringIO()
+    status = pipe.run(str(model), io.BytesIO(SPAM_MAIL * 10), out, err)  # type: ignore[arg-type]
+    # On main: the verdict's status (0), with 1,000 bytes written.
+    assert status == 3 and len(out.got) == 1000
+    assert err.getvalue() == f"spamnb: cannot write the message to stdout: a write of {whole - 1000:,} bytes wrote none (after 1,000 of {whole:,} bytes)\n"
+
+
+def reading_stdin(pid: int) -> bool:
+    """Whether process `pid` waits in a read of stdin of the pipe's READ_SIZE: in
+    `pipe.read_into`, its stop signals handled (the syscall's arguments: fd, buffer, size)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as syscall:
+            fields = syscall.read().split()
+    except OSError:
+        return False
+    return len(fields) > 3 and fields[1] == "0x0" and int(fields[3], 16) == pipe.READ_SIZE
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+def test_a_stop_signal_passes_the_mail_through_and_exits_3(model: Path, signum: int) -> None:
+    if not SPAMNB.exists():
+        pytest.skip(f"no console script at {SPAMNB}")
+    piped = subprocess.Popen([str(SPAMNB), "classify", "--pipe", "-m", str(model)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert piped.stdin is not None
+    head, rest = SPAM_MAIL[:100], SPAM_MAIL[100:] + b"more body\n" * 300  # 3,000 bytes after the signal
+    piped.stdin.write(head)
+    piped.stdin.flush()
+    for _ in range(3000):  # until it is reading, its handlers set (not a timing assertion: it waits)
+        if reading_stdin(piped.pid):
+            break
+        select.select([], [], [], 0.01)
+    else:
+        pytest.skip("cannot see the filter reading stdin (/proc/PID/syscall)")
+    piped.send_signal(signum)
+    # On main: SIGINT a traceback and exit 130, SIGTERM and SIGHUP no bytes and nothing said.
+    out, err = piped.communicate(rest, timeout=60)
+    assert (piped.returncode, out) == (3, head + rest)
+    assert err.decode() == f"spamnb: stopped by {signal.Signals(signum).name}; message passed through unchanged\n"
+
+
+def read_then_close(args: list[str]) -> tuple[int, str, bytes]:
+    """The console script with a reader that takes 100 bytes and leaves (`| head -c 100`)."""
+    if not SPAMNB.exists():
+        pytest.skip(f"no console script at {SPAMNB}")
+    done = subprocess.Popen([str(SPAMNB), "-q", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert done.stdout is not None and done.stderr is not None
+    got = done.stdout.read(100)
+    done.stdout.close()
+    err = done.stderr.read().decode()
+    return done.wait(timeout=120), err, got
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    box = tmp_path_factory.mktemp("many")
+    for i in range(3000):
+        (box / f"{i:04}.eml").write_bytes(make_mail(f"message {i}", "cheap pills lunch agenda\n"))
+    return box
+
+
+@pytest.fixture(scope="module")
+def wide_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model of 12,000 tokens: `inspect --top 5000` writes far more than a pipe holds."""
+    rng = random.Random(3)
+
+    def mails(n: int) -> list[bytes]:
+        return [make_mail(f"m{i}", " ".join(f"w{rng.randrange(10**9)}" for _ in range(200)) + "\n") for i in range(n)]
+
+    return build_model(tmp_path_factory.mktemp("wide") / "model.npz", mails(30), mails(30))
+
+
+@pytest.mark.parametrize("args", [
+    ["classify", "--jobs", "1"], ["classify", "--json", "--jobs", "2"], ["inspect", "--top", "5000"], ["inspect", "--top", "5000", "--json"],
+], ids=" ".join)
+def test_a_reader_of_stdout_that_leaves_ends_the_command_quietly(model: Path, wide_model: Path, many: Path, args: list[str]) -> None:
+    # Both write far more than a pipe's 64 kB buffer: the reader leaves while they write.
+    where = ["-m", str(model), str(many)] if args[0] == "classify" else ["-m", str(wide_model)]
+    status, err, got = read_then_close([*args, *where])
+    # On main: classify exit 3 with "[Errno 32] Broken pipe", inspect exit 1.
+    assert len(got) == 100 and (status, err) == (cli_module.EXIT_STDOUT_CLOSED, "")

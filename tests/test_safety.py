@@ -30,7 +30,7 @@ def model(tmp_path: Path) -> Path:
 
 
 def train(model: Path, *args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, ["-q", "train", "-m", str(model), *map(str, args)], input=stdin)
+    return CliRunner().invoke(cli, ["train", "-m", str(model), *map(str, args)], input=stdin)
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -401,7 +401,7 @@ def test_a_model_carrying_a_pickled_object_array_runs_no_code(good_model: Path, 
             with pytest.raises(store.ModelError, match=str(path)):
                 store.load(str(path), growable=growable)
         assert_failed_open(run_pipe(path, HAM_MAIL), HAM_MAIL, str(path))
-        result = CliRunner().invoke(cli, ["-q", "train", "-m", str(path), "--ham", "-"], input=HAM_MAIL)
+        result = CliRunner().invoke(cli, ["train", "-m", str(path), "--ham", "-"], input=HAM_MAIL)
         assert result.exit_code == 3 and str(path) in result.stderr
     else:
         store.load(str(path))  # the extra member is never read

@@ -38,7 +38,7 @@ def corpus(tmp_path_factory):
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli.cli, ["-q", *args])
+    result = CliRunner().invoke(cli.cli, [*args])
     return result.exit_code, result.output
 
 

@@ -1,0 +1,161 @@
+"""Exit statuses and messages that agree (issue 19, items 4 and 8): usage errors exit 2
+everywhere, Ctrl-C 130 without a traceback, `-q` after the subcommand too."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from spamnb.cli import cli
+from tests.conftest import make_mail, mboxrd
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_corpus"
+SPAMNB = Path(sys.executable).parent / "spamnb"
+
+
+def run(*args: str | Path, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
+
+
+def one_line_error(done: Result, code: int, *needles: str) -> str:
+    assert done.exit_code == code, (done.exit_code, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spamnb: error: "), done.stderr
+    for needle in needles:
+        assert needle in lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("exits") / "model.npz"
+    done = run("-q", "train", "-m", path, "--spam", SAMPLE / "maildir/spam", "--ham", SAMPLE / "maildir/ham")
+    assert done.exit_code == 0, done.stderr
+    return path
+
+
+def test_quiet_after_the_subcommand_silences_train(tmp_path: Path) -> None:
+    for args in (["-q", "train"], ["train", "-q"], ["train", "--quiet"]):
+        path = tmp_path / f"{len(args[0])}.npz"
+        done = run(*args, "-m", path, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox")
+        assert (done.exit_code, done.stderr) == (0, ""), (args, done.stderr)
+        assert path.exists()
+    loud = run("train", "-m", tmp_path / "loud.npz", "--spam", SAMPLE / "spam.mbox")
+    assert re.search(r"learnt \d+, moved 0, already known 0; model holds \d+ spam", loud.stderr)
+
+
+def test_quiet_goes_after_every_subcommand(model: Path) -> None:
+    assert run("classify", "-q", "-m", model, SAMPLE / "spam.mbox").exit_code == 0
+    assert run("inspect", "-m", model, "-q").exit_code == 0
+    assert run("eval", "-q", "--index", SAMPLE / "index", "--folds", "2", "--json").exit_code == 0
+    # and the pipe's fast path reads it there too (the message is scored, not refused)
+    message = (SAMPLE / "maildir/spam/cur").iterdir().__next__().read_bytes()
+    proc = subprocess.run([str(SPAMNB), "classify", "-q", "--pipe", "-m", str(model)], input=message, capture_output=True, timeout=60)
+    assert proc.returncode in (0, 1, 2) and b"X-Spamnb: " in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["eval", "--index", SAMPLE / "index", "--folds", "1"], "--folds"),
+        (["eval", "--index", SAMPLE / "index", "--fail-under", "acc=0.9"], "'acc'"),
+        (["eval", "--index", SAMPLE / "index", "--fail-over", "fpr=0.01"], "'fpr'"),
+        (["eval", "--index", SAMPLE / "index", "--fail-over", "false_positive_rate"], "METRIC=VALUE"),
+        (["inspect", "--top", "0"], "--top"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], needle: str) -> None:
+    one_line_error(run(*args), 2, needle)
+
+
+def test_fail_over_bounds_a_lower_is_better_metric() -> None:
+    base = ["eval", "--index", SAMPLE / "index", "--folds", "2", "--json"]
+    result = json.loads(run(*base).stdout)
+    fnr = result["false_negative_rate"]
+    assert fnr > 0  # the sample's small folds leave spam unsure
+    assert run(*base, "--fail-over", f"false_negative_rate={fnr}").exit_code == 0
+    failing = run(*base, "--fail-over", f"false_negative_rate={fnr / 2}", "--fail-under", "auc=0")
+    assert failing.exit_code == 1
+    assert failing.stderr.splitlines() == [f"spamnb: fail: false_negative_rate = {fnr:.6g} is over the ceiling {fnr / 2:g}"]
+
+
+def test_bare_spamnb_prints_help() -> None:
+    proc = subprocess.run([str(SPAMNB)], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith(b"Usage: spamnb") and b"classify" in proc.stdout
+    assert proc.stderr == b""
+
+
+def test_a_mailbox_given_as_the_model_is_named_for_what_it_is(tmp_path: Path) -> None:
+    for command in (["classify", SAMPLE / "ham.mbox"], ["inspect"], ["train", "--spam", SAMPLE / "spam.mbox"]):
+        line = one_line_error(run(command[0], "-m", SAMPLE / "spam.mbox", *command[1:]), 3, "not a spamnb model", "it holds mail")
+        assert "pickle" not in line
+    one_line_error(run("inspect", "-m", SAMPLE / "maildir/spam"), 3, "not a spamnb model (not a regular file)")
+    # the pipe too: the message passes through, one line says why
+    message = make_mail()
+    proc = subprocess.run([str(SPAMNB), "classify", "--pipe", "-m", str(SAMPLE / "spam.mbox")], input=message, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (3, message)
+    assert b"it holds mail" in proc.stderr and b"pickle" not in proc.stderr
+
+
+def test_switching_the_event_model_is_refused(model: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "model.npz"
+    copy.write_bytes(model.read_bytes())
+    for option in (["--event", "multinomial"], ["--alpha", "0.5"]):
+        done = run("train", "-m", copy, "--spam", SAMPLE / "spam.mbox", *option)
+        one_line_error(done, 2, "--event fisher --alpha 0.01", "train a new model")
+        assert copy.read_bytes() == model.read_bytes()
+    # naming the settings it already has is no change
+    assert run("-q", "train", "-m", copy, "--spam", SAMPLE / "spam.mbox", "--event", "fisher", "--alpha", "0.01").exit_code == 0
+
+
+def wait_until_sleeping(pid: int) -> None:
+    """Until the process has sat blocked (not running) for a few looks in a row."""
+    quiet = 0
+    for _ in range(600):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        quiet = quiet + 1 if state == "S" else 0
+        if quiet >= 5:
+            return
+        time.sleep(0.05)
+
+
+def interrupted(args: list[str], when: str) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.Popen([str(SPAMNB), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    if when == "blocked":
+        wait_until_sleeping(proc.pid)
+    else:  # once the worker processes run
+        for _ in range(1200):
+            if Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split() or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    out, err = proc.communicate(timeout=120)
+    if proc.stdin:
+        proc.stdin.close()
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    done = interrupted(["train", "-m", str(tmp_path / "m.npz"), "--spam", "-"], "blocked")
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.decode().strip() == "spamnb: interrupted"
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_ctrl_c_stops_the_workers_quietly_too(tmp_path: Path) -> None:
+    mbox = tmp_path / "big.mbox"
+    mbox.write_bytes(mboxrd(make_mail(subject=f"note {i}", body=f"words {i} more words {i * 7}") for i in range(20000)))
+    done = interrupted(["train", "-m", str(tmp_path / "m.npz"), "--jobs", "2", "--ham", str(mbox)], "workers")
+    assert done.returncode == 130, done.stderr
+    assert b"Traceback" not in done.stderr and b"KeyboardInterrupt" not in done.stderr
+    assert done.stderr.decode().strip() == "spamnb: interrupted"
