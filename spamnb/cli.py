@@ -523,7 +523,7 @@ def evaluate(
             tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
             scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
-            scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance)
+            scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             if folds is not None or train_size is not None:
                 raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
