@@ -11,7 +11,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import click
 
@@ -123,6 +123,11 @@ class OneLineErrors(click.Group):
     """A group whose usage errors are one `spamnb: error:` line, like every other error."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        import warnings
+
+        # A library's warning (numpy's RuntimeWarning on a model of one class) is never
+        # the user's business: what matters is said in spamnb's own one-line warnings.
+        warnings.simplefilter("ignore")
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)
@@ -213,12 +218,30 @@ def token_options(fn: F) -> F:
     return fn
 
 
+class EventChoice(click.Choice):
+    """The event models `spamnb.events` registers, read when click needs them (help or a
+    value to check): importing them imports numpy, which no other option needs."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    @property  # type: ignore[override]
+    def choices(self) -> list[str]:
+        from spamnb.events import EVENT_MODELS
+
+        return list(EVENT_MODELS)
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass  # click.Choice sets it; the registry is the truth
+
+
 def scoring_options(fn: F) -> F:
     fn = click.option(
         "--event",
-        type=click.Choice(["fisher", "multinomial", "bernoulli", "complement"]),
+        type=EventChoice(),
         default=None,
-        help="Scoring: Robinson-Fisher combining, or the multinomial, Bernoulli or complement naive Bayes event model. [default: fisher]",
+        help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.events registers them). [default: fisher]",
     )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     return fn
@@ -250,19 +273,49 @@ def jobs_option(fn: F) -> F:
 
 def labelled_options(fn: F) -> F:
     fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
-    fn = click.option("--ham", multiple=True, metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
-    fn = click.option("--spam", multiple=True, metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
+    # type=click.Path: shell completion offers file names (the shell's own completion).
+    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
+    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
     return fn
 
 
-def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, alpha: float | None, base: Any = None):
-    """Tokeniser and scoring settings: the options given, over a model's (or the defaults)."""
+class ModelOptions(NamedTuple):
+    """The tokeniser, scoring, cut-off and pruning options that `train` and `eval` share."""
+
+    ngram: int | None
+    stopwords: bool | None
+    event: str | None
+    alpha: float | None
+    spam_cutoff: float | None
+    ham_cutoff: float | None
+    min_count: int
+    max_tokens: int
+
+    def pruning(self) -> Any:
+        from spamnb.nb import Pruning
+
+        return Pruning(self.min_count, self.max_tokens)
+
+
+def model_options(fn: F) -> F:
+    """The `ModelOptions` options; the command receives them as one `options`."""
+
+    @functools.wraps(fn)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        options = ModelOptions(*(kwargs.pop(name) for name in ModelOptions._fields))
+        return fn(*args, options=options, **kwargs)
+
+    return token_options(scoring_options(cutoff_options(pruning_options(with_options))))  # type: ignore[return-value]
+
+
+def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
+    """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
     from spamnb.model import Scoring
     from spamnb.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
-    token_changes = {k: v for k, v in {"ngram": ngram, "stopwords": stopwords}.items() if v is not None}
+    token_changes = {k: v for k, v in {"ngram": options.ngram, "stopwords": options.stopwords}.items() if v is not None}
     if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
         raise Failure(
             f"the model was trained with tokeniser settings {tokens.to_json()}; "
@@ -270,7 +323,7 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
             code=2,
         )
     tokens = tokens.replace(**token_changes)
-    scoring_changes = {k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None}
+    scoring_changes = {k: v for k, v in {"event": options.event, "alpha": options.alpha}.items() if v is not None}
     changed = scoring.replace(**scoring_changes)
     if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
         # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
@@ -280,14 +333,34 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
             "its calibration fits only those, so they cannot change now (train a new model instead)",
             code=EXIT_USAGE,
         )
-    return tokens, changed
+    return tokens, with_cutoffs(changed, options.spam_cutoff, options.ham_cutoff)
 
 
 def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
+    import os
+
     if not spam and not ham and index is None:
         raise click.UsageError("give labelled mail with --spam, --ham or --index")
     if list(spam).count("-") + list(ham).count("-") > 1:
         raise click.UsageError("stdin (-) can be read only once")
+    # `--ham ~/Mail --spam ~/Mail/Spam`: the spam would be learnt as spam, then moved to ham.
+    for outer, outer_name, inner, inner_name in ((ham, "--ham", spam, "--spam"), (spam, "--spam", ham, "--ham")):
+        for a in outer:
+            for b in inner:
+                if "-" in (a, b):
+                    continue
+                ra, rb = os.path.realpath(a), os.path.realpath(b)
+                if ra == rb or rb.startswith(ra.rstrip(os.sep) + os.sep):
+                    raise click.UsageError(f"{outer_name} {a} holds {inner_name} {b}: its mail would be learnt as both spam and ham")
+
+
+def warn(message: str) -> None:
+    """One line on stderr; printed with -q too."""
+    click.echo(f"spamnb: warning: {message}", err=True)
+
+
+def warn_empty(src: str) -> None:
+    warn(f"{src}: no mail in it")
 
 
 def notice(text: str) -> None:
@@ -302,18 +375,16 @@ def report_problems(problems: Iterable[Any]) -> int:
     return count
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb train --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur\n  spamnb train --dry-run --ham ~/Mail/Spam/cur/1700000000.M1P2.host\n  spamnb train --forget --spam -  < message.eml\n  spamnb train -m new.npz --spam-cutoff 0.9 --index corpus/index\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable or a forget refused\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @labelled_options
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
+@click.option("--dry-run", is_flag=True, help="Say what would be learnt, moved and forgotten; change nothing.")
 @click.option(
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
 )
-@token_options
-@scoring_options
-@cutoff_options
-@pruning_options
+@model_options
 @jobs_option
 @quiet_option
 @click.pass_context
@@ -325,15 +396,9 @@ def train(
     ham: tuple[str, ...],
     index: str | None,
     forget: bool,
+    dry_run: bool,
     wait: float | None,
-    ngram: int | None,
-    stopwords: bool | None,
-    event: str | None,
-    alpha: float | None,
-    spam_cutoff: float | None,
-    ham_cutoff: float | None,
-    min_count: int,
-    max_tokens: int,
+    options: ModelOptions,
     jobs: int,
 ) -> None:
     """Learn labelled mail into MODEL (created when missing).
@@ -350,39 +415,48 @@ def train(
     with store.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
-            model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
+            # The cut-offs given are stored in the model: every later classify and --pipe uses them.
+            model.tokens, model.scoring = settings_from(options, model)
         else:
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
-            model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
-        # Stored in the model: every later classify and --pipe uses them.
-        model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
-        items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
+            model = store.empty_model(*settings_from(options))
+        items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
-        from spamnb.nb import Pruning
-
-        pruned = model.prune(Pruning(min_count, max_tokens))
-        store.save(model, model_path)
+        pruned = model.prune(options.pruning())
+        if not dry_run:
+            store.save(model, model_path)
     bad = report_problems(result.problems)
     for message_id in result.never_learnt:
         click.echo(f"spamnb: {message_id}: never learnt, nothing to forget", err=True)
-    done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
-    if pruned:
-        done += f", pruned {pruned} tokens"
-    if not ctx.obj["quiet"] or bad or result.never_learnt:  # quiet unless something needs a look
+    if dry_run:
+        done = f"would forget {result.forgotten}" if forget else f"would learn {result.learnt}, move {result.moved}"
+        if pruned:
+            done += f", prune {pruned} tokens"
+        holds = "would hold"
+    else:
+        done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
+        if pruned:
+            done += f", pruned {pruned} tokens"
+        holds = "model holds"
+    if not ctx.obj["quiet"] or bad or result.never_learnt or dry_run:  # quiet unless something needs a look
         click.echo(
             f"{model_path}: {done}, already known {result.already}; "
-            f"model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham",
+            f"{holds} {model.counts.docs[1]} spam and {model.counts.docs[0]} ham" + ("; dry run: nothing saved" if dry_run else ""),
             err=True,
         )
+    asked = {"spam": bool(spam) or index is not None, "ham": bool(ham) or index is not None}
+    for cls, name in ((1, "spam"), (0, "ham")):
+        if asked[name] and not model.counts.docs[cls] and not dry_run and not forget:
+            warn(f"{model_path} holds no {name} yet: classify needs mail of both classes")
     if bad or result.never_learnt:
         ctx.exit(EXIT_PARTIAL)
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb classify ~/Mail/INBOX/new\n  spamnb classify --json ~/Mail/INBOX/new > verdicts.jsonl\n  spamnb classify --spam-cutoff 0.8 archive.mbox\n  spamnb classify --pipe --exit-zero < message.eml\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)\n\n\b\nWith --pipe:\n  0    spam (any verdict with --exit-zero)\n  1    ham\n  2    unsure\n  3    error: the message passed through unchanged")
 @model_option()
-@click.argument("sources", nargs=-1, metavar="[SRC]...")
+@click.argument("sources", nargs=-1, type=click.Path(), metavar="[SRC]...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
 @click.option("--exit-zero", is_flag=True, help="With --pipe: exit 0 whatever the verdict (3 still on an error), for procmail's `:0 fw`.")
@@ -428,8 +502,11 @@ def classify_batch(
 
     model = store.load(model_path)
     model.scoring = with_cutoffs(model.scoring, *cutoffs)
-    items = src.read_all(sources, model.tokens.max_bytes)
+    items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty)
     to_terminal = report.stdout_is_terminal() and not as_json
+    heads: dict[str, tuple[str, str]] = {}
+    if to_terminal:
+        items = report.noting_heads(items, heads)
     rows = []
     bad = 0
     write = sys.stdout.write
@@ -446,12 +523,14 @@ def classify_batch(
                 write(report.scored_tsv(result) + "\n")
     sys.stdout.flush()
     if rows:
-        report.console().print(report.scored_table(rows))
+        out = report.console()
+        out.print(report.scored_table(rows, heads, out.width))
+        out.print(report.verdict_counts(rows))
     if bad:
         ctx.exit(EXIT_PARTIAL)
 
 
-@cli.command(name="eval")
+@cli.command(name="eval", epilog="\b\nExamples:\n  spamnb eval --index corpus/index --folds 5\n  spamnb eval --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur --json\n  spamnb eval -m model.npz --index corpus/index --fail-under auc=0.99 --fail-over false_positive_rate=0.001\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable or a --fail-under/--fail-over bar missed\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
 @click.option("--folds", type=click.IntRange(2), default=None, metavar="K", help="Cross-validation folds, 2 or more. [default: 5]")
@@ -467,10 +546,7 @@ def classify_batch(
     "--fail-over", "ceilings", multiple=True, metavar="METRIC=VALUE",
     help="Exit 1 when METRIC is above VALUE, for the lower-is-better ones such as false_positive_rate (repeatable).",
 )
-@token_options
-@scoring_options
-@cutoff_options
-@pruning_options
+@model_options
 @jobs_option
 @quiet_option
 @click.pass_context
@@ -488,14 +564,7 @@ def evaluate(
     as_json: bool,
     bars: tuple[str, ...],
     ceilings: tuple[str, ...],
-    ngram: int | None,
-    stopwords: bool | None,
-    event: str | None,
-    alpha: float | None,
-    spam_cutoff: float | None,
-    ham_cutoff: float | None,
-    min_count: int,
-    max_tokens: int,
+    options: ModelOptions,
     jobs: int,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
@@ -506,6 +575,7 @@ def evaluate(
     from spamnb.sources import Problem
 
     need_labelled(spam, ham, index)
+    empty: list[str] = []  # sources with no mail: a warning, or part of the error when there is none at all
     try:
         parsed_bars = [metrics.parse_bar(b) for b in bars]
         parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
@@ -516,37 +586,35 @@ def evaluate(
     learnt = None
     with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
         if online:
-            if folds is not None or train_size is not None or min_count or max_tokens:
+            if folds is not None or train_size is not None or options.pruning():
                 raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
             from spamnb import online as online_eval
 
-            tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
-            scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
-            scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance)
+            tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+            scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             if folds is not None or train_size is not None:
                 raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
-            if min_count or max_tokens:
+            if options.pruning():
                 raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
-            model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
-            model.scoring = scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
-            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
+            model.tokens, model.scoring = settings_from(options, model)
+            scoring = model.scoring
+            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
         else:
-            tokens, scoring = settings_from(ngram, stopwords, event, alpha)
-            scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
-            from spamnb.nb import Pruning
-
-            pruning = Pruning(min_count, max_tokens)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
+            tokens, scoring = settings_from(options)
+            pruning = options.pruning()
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
-        raise Failure("no messages to evaluate")
+        raise Failure("no messages to evaluate" + "".join(f"; {src}: no mail in it" for src in empty))
+    for src in empty:
+        warn_empty(src)
     labels = [s.label for s in scored]
     odds = np.array([s.log_odds for s in scored])
     probs = np.array([s.score for s in scored])
@@ -576,11 +644,11 @@ def evaluate(
         ctx.exit(EXIT_PARTIAL)
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb merge -m all.npz laptop.npz server.npz\n  spamnb merge -m all.npz other.npz --messages ~/Mail/Spam --messages ~/Mail/INBOX/cur\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.argument("others", nargs=-1, required=True, type=click.Path(), metavar="OTHER_MODEL...")
 @click.option("--prefer", type=click.Choice(["spam", "ham"]), default=None, help="The class to keep for a message learnt as spam in one model and ham in another.")
-@click.option("--messages", multiple=True, metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
+@click.option("--messages", multiple=True, type=click.Path(), metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
 @jobs_option
 @quiet_option
 @click.pass_context
@@ -625,10 +693,10 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     )
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
-@click.option("--explain", "explain_src", metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option
 @guarded

@@ -93,12 +93,13 @@ class Journal:
         tokens = self.tokens
         for cls, sign in entry.changes():
             self.docs[cls] += sign
+            df = 2 + cls
             for token, n in entry.tokens.items():
                 delta = tokens.get(token)
                 if delta is None:
-                    delta = tokens[token] = [0, 0, 0, 0]
+                    tokens[token] = delta = [0, 0, 0, 0]
                 delta[cls] += sign * n
-                delta[2 + cls] += sign
+                delta[df] += sign
         self.learnt[entry.digest] = entry.after
         self.entries += 1
 

@@ -202,6 +202,8 @@ class OneModel:
         now = self._now
         if not now:
             return self.base_counts(names)
+        if not self.n_features:
+            return list(map(now.get, names))  # the journal's counts are all there is
         rest = [name for name in names if name not in now]
         found = dict(zip(rest, self.base_counts(rest), strict=True))
         return [now[name] if name in now else found[name] for name in names]
@@ -258,6 +260,7 @@ class OneModel:
         per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
         known = []  # (df ham, df spam, field, duplicate key)
         sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (nb.duplicate_shares)
+        buckets = _BUCKETS  # memo of `bucket` (a count of 0, bucket 0, falls through to it and gets 0)
         for c, field in zip(counts, field_numbers(names), strict=True):
             if field < 0:
                 continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
@@ -268,9 +271,11 @@ class OneModel:
                 sums[2] += ln_not_x
                 continue
             h, s = c[2], c[3]
-            key = (bucket(h), bucket(s)) if least > 0 and h + s >= least else None
-            if key is not None:
+            if least > 0 and h + s >= least:
+                key = (buckets.get(h) or bucket(h), buckets.get(s) or bucket(s))
                 sizes[key] = sizes.get(key, 0) + 1
+            else:
+                key = None
             known.append((h, s, field, key))
         docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
         rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)

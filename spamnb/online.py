@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from spamnb import headers, journal, onemessage
-from spamnb.classifier import LABEL_CLASS, Scored, class_of
+from spamnb.classifier import LABEL_CLASS, Scored, chunks, class_of
 from spamnb.model import Scoring, fit_platt, ham_loss_floor
+from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 
@@ -48,8 +49,13 @@ def evaluate(
     scoring: Scoring,
     train_on_error: bool = False,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> Online:
-    """Score then learn each labelled message in turn; `model_path` None starts empty."""
+    """Score then learn each labelled message in turn; `model_path` None starts empty.
+
+    With `jobs` > 1 the messages are tokenised by that many processes ahead of the one
+    that scores and learns them in order (the learning itself cannot be split).
+    """
     with tempfile.TemporaryDirectory(prefix="spamnb-online-") as folder:
         if model_path is None:
             from spamnb import store
@@ -58,43 +64,66 @@ def evaluate(
             store.save(store.empty_model(tokens, scoring), model_path)
         model = onemessage.OneModel(model_path)
         model.scoring = onemessage.Scoring.from_json(scoring.to_json())
-        return run(model, items, Tokenizer(tokens), train_on_error, progress)
+        return run(model, items, train_on_error, progress, jobs)
 
 
-def run(model: onemessage.OneModel, items: Iterable[Item], tokenize: Tokenizer, train_on_error: bool, progress: Callable[[int], None] | None) -> Online:
+# Messages per task sent to a tokenising process.
+CHUNK = 64
+
+
+def tokenise(state: tuple[Tokenizer, int], datas: list[bytes]) -> list[tuple[bytes, dict[str, int]]]:
+    """Map step: each message's digest (as learning takes it) and its distinct tokens with their counts."""
+    tokenize, cap = state
+    return [(headers.digest(data, cap), dict(Counter(tokenize(data)))) for data in datas]
+
+
+def run(
+    model: onemessage.OneModel, items: Iterable[Item], train_on_error: bool, progress: Callable[[int], None] | None, jobs: int = 1
+) -> Online:
     scored: list[Scored] = []
     problems: list[Problem] = []
     odds: list[float] = []
     spam: list[bool] = []
     learnt = 0
-    cap = model.tokens.max_bytes
-    for item in items:
-        if progress:
-            progress(1)
-        if isinstance(item, Problem):
-            problems.append(item)
-            continue
-        cls = class_of(item)
-        if fit_points(len(odds)) and len(set(spam)) == 2:
-            import numpy as np
+    batches: deque[list[Item]] = deque()
 
-            z, positive = np.array(odds), np.array(spam)
-            model.scoring.calibration = fit_platt(z, positive)
-            model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
-        counts = Counter(tokenize(item.data))
-        log_odds = model.log_odds_of(counts) if min(model.docs) > 0 else 0.0
-        p = model.scoring.probability(log_odds)
-        verdict = model.scoring.verdict(p)
-        scored.append(Scored(item.id, item.label, log_odds, p, verdict))
-        odds.append(log_odds)
-        spam.append(cls == LABEL_CLASS["spam"])
-        if train_on_error and verdict == item.label:
-            continue
-        key = headers.digest(item.data, cap)
-        before = model.learnt_class(key)
-        if before != cls:
-            model.learn(journal.Entry(key, before, cls, dict(counts)))
-            learnt += 1
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, CHUNK):
+            batches.append(batch)
+            yield [m.data for m in batch if not isinstance(m, Problem)]
+
+    for found in ordered_map(tokenise, (Tokenizer(model.tokens), model.tokens.max_bytes), tasks(), jobs):
+        batch, results = batches.popleft(), iter(found)
+        for item in batch:
+            if progress:
+                progress(1)
+            if isinstance(item, Problem):
+                problems.append(item)
+                continue
+            key, counts = next(results)
+            cls = class_of(item)
+            if fit_points(len(odds)) and len(set(spam)) == 2:
+                import numpy as np
+
+                z, positive = np.array(odds), np.array(spam)
+                model.scoring.calibration = fit_platt(z, positive)
+                model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
+            log_odds = model.log_odds_of(counts) if min(model.docs) > 0 else 0.0
+            p = model.scoring.probability(log_odds)
+            verdict = model.scoring.verdict(p)
+            scored.append(Scored(item.id, item.label, log_odds, p, verdict))
+            odds.append(log_odds)
+            spam.append(cls == LABEL_CLASS["spam"])
+            if train_on_error and verdict == item.label:
+                continue
+            before = model.learnt_class(key)
+            if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
+                old = headers.legacy_digest(item.data, model.tokens.max_bytes)
+                if model.learnt_class(old) is not None:
+                    key, before = old, model.learnt_class(old)
+            if before != cls:
+                model.learn(journal.Entry(key, before, cls, counts))
+                learnt += 1
     return Online(scored, problems, learnt)
 
 

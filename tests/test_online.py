@@ -56,6 +56,14 @@ def test_train_on_error_learns_only_what_it_got_wrong_or_was_unsure_of(shuffled:
     assert [s.id for s in result.scored] == [s.id for s in everything.scored]
 
 
+def test_tokenising_processes_change_nothing(shuffled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    items = list(read_index(str(shuffled)))
+    monkeypatch.setattr(online, "CHUNK", 7)  # many tasks in flight
+    for on_error in (False, True):
+        alone = online.evaluate(items, None, TokenSettings(), Scoring(), train_on_error=on_error)
+        assert online.evaluate(items, None, TokenSettings(), Scoring(), train_on_error=on_error, jobs=2) == alone
+
+
 def test_starting_from_a_model(shuffled: Path, tmp_path: Path) -> None:
     items = list(read_index(str(shuffled)))
     model = store.empty_model(TokenSettings(), Scoring())

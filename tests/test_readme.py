@@ -145,6 +145,17 @@ def test_mail_reader_keys_teach_and_forget_the_message_shown(home: Path) -> None
     assert again.returncode == 1 and b"never learnt, nothing to forget" in again.stderr
 
 
+def test_online_evaluation_commands_run(home: Path) -> None:
+    plain, on_error = commands(section("Online evaluation (the TREC protocol)"))
+    shown = run(plain, home)
+    assert shown.returncode == 0 and b"lam%" in shown.stdout, shown.stderr.decode()
+    found = run(on_error, home)
+    assert found.returncode == 0, found.stderr.decode()
+    result = json.loads(found.stdout)
+    assert result["online"]["train_on_error"] is True and 0 < result["online"]["learnt"] < result["messages"]
+    assert result["lam_percent"] > 0
+
+
 def test_ci_example_passes_and_fails_as_described(home: Path) -> None:
     line = commands(section("An accuracy check in CI"))[0]
     assert run(line, home).returncode == 0
