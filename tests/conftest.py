@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse
+from click.testing import CliRunner, Result
 
 from spamnb import nb
 from spamnb.events import Bernoulli, Linear
@@ -234,3 +235,11 @@ def use_scanner(name: str) -> Iterator[str]:
         yield name
     finally:
         tokens.SCANNER = saved
+
+
+def run_cli(*args: str | Path, stdin: bytes | None = None, **options: Any) -> Result:
+    """The one way tests run the command line in process: click's runner over `spamnb ARGS`
+    (pass -q where the summary lines are not asserted), stdin as given."""
+    from spamnb.cli import cli
+
+    return CliRunner().invoke(cli, [*map(str, args)], input=stdin, **options)
