@@ -84,7 +84,7 @@ def test_pipe_takes_the_cutoffs(model: Path, click_path: bool) -> None:
             done = run_cli(*args, stdin=message)
             out, code = done.stdout_bytes, done.exit_code
         else:  # the console script's fast path, without click
-            proc = subprocess.run_cli([str(SPAMNB), *args], input=message, capture_output=True, timeout=60)
+            proc = subprocess.run([str(SPAMNB), *args], input=message, capture_output=True, timeout=60)
             out, code = proc.stdout, proc.returncode
         assert f"X-Spamnb: {expected}, ".encode() in out
         assert code == {"spam": 0, "unsure": 2}[expected]
@@ -114,7 +114,7 @@ def test_bad_cutoffs_are_one_line_usage_errors(model: Path, options: tuple[str, 
 
 def test_bad_cutoffs_in_the_pipe_pass_the_message_through(model: Path) -> None:
     message = next((model.parent / "test").iterdir()).read_bytes()
-    proc = subprocess.run_cli(
+    proc = subprocess.run(
         [str(SPAMNB), "classify", "--pipe", "-m", str(model), "--spam-cutoff", "0.2", "--ham-cutoff", "0.4"],
         input=message, capture_output=True, timeout=60,
     )

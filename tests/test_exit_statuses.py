@@ -54,7 +54,7 @@ def test_quiet_goes_after_every_subcommand(model: Path) -> None:
     assert run_cli("eval", "-q", "--index", SAMPLE / "index", "--folds", "2", "--json").exit_code == 0
     # and the pipe's fast path reads it there too (the message is scored, not refused)
     message = (SAMPLE / "maildir/spam/cur").iterdir().__next__().read_bytes()
-    proc = subprocess.run_cli([str(SPAMNB), "classify", "-q", "--pipe", "-m", str(model)], input=message, capture_output=True, timeout=60)
+    proc = subprocess.run([str(SPAMNB), "classify", "-q", "--pipe", "-m", str(model)], input=message, capture_output=True, timeout=60)
     assert proc.returncode in (0, 1, 2) and b"X-Spamnb: " in proc.stdout, proc.stderr
 
 
@@ -84,7 +84,7 @@ def test_fail_over_bounds_a_lower_is_better_metric() -> None:
 
 
 def test_bare_spamnb_prints_help() -> None:
-    proc = subprocess.run_cli([str(SPAMNB)], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run([str(SPAMNB)], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0
     assert proc.stdout.startswith(b"Usage: spamnb") and b"classify" in proc.stdout
     assert proc.stderr == b""
@@ -99,7 +99,7 @@ def test_a_mailbox_given_as_the_model_is_named_for_what_it_is(tmp_path: Path) ->
     one_line_error(run_cli("inspect", "-m", SAMPLE / "maildir/spam"), 3, "not a spamnb model (not a regular file)")
     # the pipe too: the message passes through, one line says why
     message = make_mail()
-    proc = subprocess.run_cli([str(SPAMNB), "classify", "--pipe", "-m", str(archive)], input=message, capture_output=True, timeout=60)
+    proc = subprocess.run([str(SPAMNB), "classify", "--pipe", "-m", str(archive)], input=message, capture_output=True, timeout=60)
     assert (proc.returncode, proc.stdout) == (3, message)
     assert b"it holds mail" in proc.stderr and b"pickle" not in proc.stderr
 

@@ -38,7 +38,7 @@ def test_a_folder_inside_the_other_class_is_refused(mail: Path, tmp_path: Path) 
 def test_no_library_warning_ever_leaks(mail: Path, tmp_path: Path) -> None:
     # the same messages learnt as spam and then, from a copy, as ham: the model ends with no spam
     shutil.copytree(mail / "Spam", tmp_path / "copy")
-    done = subprocess.run_cli(
+    done = subprocess.run(
         [str(SPAMNB), "train", "-m", str(tmp_path / "m.npz"), "--spam", str(mail / "Spam"), "--ham", str(tmp_path / "copy"), "--ham", str(mail / "INBOX")],
         capture_output=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "default"},
     )
@@ -104,7 +104,7 @@ def test_every_subcommand_help_has_examples_and_exit_statuses(command: str) -> N
 
 def complete(words: str, tmp_path: Path) -> list[str]:
     env = {**os.environ, "_SPAMNB_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
-    done = subprocess.run_cli([str(SPAMNB)], env=env, capture_output=True, timeout=60, cwd=tmp_path)
+    done = subprocess.run([str(SPAMNB)], env=env, capture_output=True, timeout=60, cwd=tmp_path)
     return done.stdout.decode().splitlines()
 
 
@@ -116,7 +116,7 @@ def test_sources_complete_as_paths(words: str, tmp_path: Path) -> None:
 
 def test_the_table_keeps_the_end_of_the_path_and_shows_sender_and_subject(tmp_path: Path) -> None:
     from spamnb import report
-    from spamnb.classifier import Scored
+    from spamnb.model import Scored
 
     deep = "/home/someone/Mail/Archive/2024/lists/example/cur/" + "1699261250.M730716P26818.mail.example.com,S=2211:2,S"
     rows = [Scored(deep, None, 3.0, 0.99, "spam"), Scored("b", None, -3.0, 0.01, "ham"), Scored("c", None, 0.0, 0.5, "unsure")]
