@@ -137,10 +137,10 @@ def test_inspect_says_when_the_model_was_last_trained_and_its_size(tmp_path: Pat
     import datetime
 
     model = tmp_path / "m.npz"
-    assert run("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
+    assert run_cli("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
     os.utime(model, (1_700_000_000, 1_700_000_000))
-    info = json.loads(run("inspect", "-m", model, "--json").stdout)
+    info = json.loads(run_cli("inspect", "-m", model, "--json").stdout)
     assert info["file_bytes"] == model.stat().st_size
     assert info["last_trained"] == datetime.datetime.fromtimestamp(1_700_000_000, datetime.UTC).isoformat(timespec="seconds")
-    table = run("inspect", "-m", model).stdout
+    table = run_cli("inspect", "-m", model).stdout
     assert "last trained" in table and "2023-11-14T22:13:20+00:00" in table and f"{model.stat().st_size:,} bytes" in table
