@@ -91,6 +91,10 @@ def test_lam_is_the_logistic_mean_of_the_two_error_rates() -> None:
     perfect = [scored("ham", "ham")] * 9 + [scored("spam", "spam")] * 9
     assert online.lam_percent(perfect) == pytest.approx(100 * 0.5 / 9)  # both rates 0.5 / 9
     assert math.isnan(online.lam_percent([scored("ham", "ham")]))
+    # Every spam missed (a new model that flags nothing): half a message caught, not a ZeroDivisionError.
+    none_caught = [scored("ham", "ham"), scored("ham", "ham"), scored("spam", "unsure"), scored("spam", "ham")]
+    mean = (math.log(0.5 / 1.5) + math.log(1.5 / 0.5)) / 2
+    assert online.lam_percent(none_caught) == pytest.approx(100 / (1 + math.exp(-mean)))
     assert online.running_errors([scored("ham", "spam"), scored("ham", "ham")], windows=2) == [1.0, 0.0]
 
 
