@@ -96,6 +96,11 @@ words(PyObject *module, PyObject *args)
     Py_ssize_t lo, hi;
     if (!PyArg_ParseTuple(args, "UnnO|U:words", &text, &lo, &hi, &stop, &prefix))
         return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    /* Before 3.12 a str made by the legacy API may not be in its compact form yet. */
+    if (PyUnicode_READY(text) < 0 || (prefix != NULL && PyUnicode_READY(prefix) < 0))
+        return NULL;
+#endif
     if (stop == Py_None)
         stop = NULL;
     else if (!PyAnySet_Check(stop)) {

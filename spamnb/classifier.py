@@ -141,7 +141,7 @@ def learn(
                     report.problems.append(item)
                     continue
                 cls = class_of(item)
-                key = headers.digest(item.data, model.tokens.max_bytes)
+                key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
                 before = model.learnt.get(key)
                 changes: list[tuple[int, int]] = []  # (class, sign)
                 if forget:

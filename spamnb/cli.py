@@ -123,6 +123,11 @@ class OneLineErrors(click.Group):
     """A group whose usage errors are one `spamnb: error:` line, like every other error."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        import warnings
+
+        # A library's warning (numpy's RuntimeWarning on a model of one class) is never
+        # the user's business: what matters is said in spamnb's own one-line warnings.
+        warnings.simplefilter("ignore")
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)
@@ -250,8 +255,9 @@ def jobs_option(fn: F) -> F:
 
 def labelled_options(fn: F) -> F:
     fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
-    fn = click.option("--ham", multiple=True, metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
-    fn = click.option("--spam", multiple=True, metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
+    # type=click.Path: shell completion offers file names (the shell's own completion).
+    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
+    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
     return fn
 
 
@@ -284,10 +290,30 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
 
 
 def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
+    import os
+
     if not spam and not ham and index is None:
         raise click.UsageError("give labelled mail with --spam, --ham or --index")
     if list(spam).count("-") + list(ham).count("-") > 1:
         raise click.UsageError("stdin (-) can be read only once")
+    # `--ham ~/Mail --spam ~/Mail/Spam`: the spam would be learnt as spam, then moved to ham.
+    for outer, outer_name, inner, inner_name in ((ham, "--ham", spam, "--spam"), (spam, "--spam", ham, "--ham")):
+        for a in outer:
+            for b in inner:
+                if "-" in (a, b):
+                    continue
+                ra, rb = os.path.realpath(a), os.path.realpath(b)
+                if ra == rb or rb.startswith(ra.rstrip(os.sep) + os.sep):
+                    raise click.UsageError(f"{outer_name} {a} holds {inner_name} {b}: its mail would be learnt as both spam and ham")
+
+
+def warn(message: str) -> None:
+    """One line on stderr; printed with -q too."""
+    click.echo(f"spamnb: warning: {message}", err=True)
+
+
+def warn_empty(src: str) -> None:
+    warn(f"{src}: no mail in it")
 
 
 def notice(text: str) -> None:
@@ -302,10 +328,11 @@ def report_problems(problems: Iterable[Any]) -> int:
     return count
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb train --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur\n  spamnb train --dry-run --ham ~/Mail/Spam/cur/1700000000.M1P2.host\n  spamnb train --forget --spam -  < message.eml\n  spamnb train -m new.npz --spam-cutoff 0.9 --index corpus/index\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable or a forget refused\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @labelled_options
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
+@click.option("--dry-run", is_flag=True, help="Say what would be learnt, moved and forgotten; change nothing.")
 @click.option(
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
@@ -325,6 +352,7 @@ def train(
     ham: tuple[str, ...],
     index: str | None,
     forget: bool,
+    dry_run: bool,
     wait: float | None,
     ngram: int | None,
     stopwords: bool | None,
@@ -357,32 +385,44 @@ def train(
             model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
         # Stored in the model: every later classify and --pipe uses them.
         model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
-        items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
+        items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
         from spamnb.nb import Pruning
 
         pruned = model.prune(Pruning(min_count, max_tokens))
-        store.save(model, model_path)
+        if not dry_run:
+            store.save(model, model_path)
     bad = report_problems(result.problems)
     for message_id in result.never_learnt:
         click.echo(f"spamnb: {message_id}: never learnt, nothing to forget", err=True)
-    done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
-    if pruned:
-        done += f", pruned {pruned} tokens"
-    if not ctx.obj["quiet"] or bad or result.never_learnt:  # quiet unless something needs a look
+    if dry_run:
+        done = f"would forget {result.forgotten}" if forget else f"would learn {result.learnt}, move {result.moved}"
+        if pruned:
+            done += f", prune {pruned} tokens"
+        holds = "would hold"
+    else:
+        done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
+        if pruned:
+            done += f", pruned {pruned} tokens"
+        holds = "model holds"
+    if not ctx.obj["quiet"] or bad or result.never_learnt or dry_run:  # quiet unless something needs a look
         click.echo(
             f"{model_path}: {done}, already known {result.already}; "
-            f"model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham",
+            f"{holds} {model.counts.docs[1]} spam and {model.counts.docs[0]} ham" + ("; dry run: nothing saved" if dry_run else ""),
             err=True,
         )
+    asked = {"spam": bool(spam) or index is not None, "ham": bool(ham) or index is not None}
+    for cls, name in ((1, "spam"), (0, "ham")):
+        if asked[name] and not model.counts.docs[cls] and not dry_run and not forget:
+            warn(f"{model_path} holds no {name} yet: classify needs mail of both classes")
     if bad or result.never_learnt:
         ctx.exit(EXIT_PARTIAL)
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb classify ~/Mail/INBOX/new\n  spamnb classify --json ~/Mail/INBOX/new > verdicts.jsonl\n  spamnb classify --spam-cutoff 0.8 archive.mbox\n  spamnb classify --pipe --exit-zero < message.eml\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)\n\n\b\nWith --pipe:\n  0    spam (any verdict with --exit-zero)\n  1    ham\n  2    unsure\n  3    error: the message passed through unchanged")
 @model_option()
-@click.argument("sources", nargs=-1, metavar="[SRC]...")
+@click.argument("sources", nargs=-1, type=click.Path(), metavar="[SRC]...")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
 @click.option("--exit-zero", is_flag=True, help="With --pipe: exit 0 whatever the verdict (3 still on an error), for procmail's `:0 fw`.")
@@ -428,8 +468,11 @@ def classify_batch(
 
     model = store.load(model_path)
     model.scoring = with_cutoffs(model.scoring, *cutoffs)
-    items = src.read_all(sources, model.tokens.max_bytes)
+    items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty)
     to_terminal = report.stdout_is_terminal() and not as_json
+    heads: dict[str, tuple[str, str]] = {}
+    if to_terminal:
+        items = report.noting_heads(items, heads)
     rows = []
     bad = 0
     write = sys.stdout.write
@@ -446,12 +489,14 @@ def classify_batch(
                 write(report.scored_tsv(result) + "\n")
     sys.stdout.flush()
     if rows:
-        report.console().print(report.scored_table(rows))
+        out = report.console()
+        out.print(report.scored_table(rows, heads, out.width))
+        out.print(report.verdict_counts(rows))
     if bad:
         ctx.exit(EXIT_PARTIAL)
 
 
-@cli.command(name="eval")
+@cli.command(name="eval", epilog="\b\nExamples:\n  spamnb eval --index corpus/index --folds 5\n  spamnb eval --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur --json\n  spamnb eval -m model.npz --index corpus/index --fail-under auc=0.99 --fail-over false_positive_rate=0.001\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable or a --fail-under/--fail-over bar missed\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
 @labelled_options
 @click.option("--folds", type=click.IntRange(2), default=None, metavar="K", help="Cross-validation folds, 2 or more. [default: 5]")
@@ -506,6 +551,7 @@ def evaluate(
     from spamnb.sources import Problem
 
     need_labelled(spam, ham, index)
+    empty: list[str] = []  # sources with no mail: a warning, or part of the error when there is none at all
     try:
         parsed_bars = [metrics.parse_bar(b) for b in bars]
         parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
@@ -522,7 +568,7 @@ def evaluate(
 
             tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
             scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             if folds is not None or train_size is not None:
@@ -532,7 +578,7 @@ def evaluate(
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
             model.scoring = scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
-            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes)
+            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
@@ -542,11 +588,13 @@ def evaluate(
             from spamnb.nb import Pruning
 
             pruning = Pruning(min_count, max_tokens)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
-        raise Failure("no messages to evaluate")
+        raise Failure("no messages to evaluate" + "".join(f"; {src}: no mail in it" for src in empty))
+    for src in empty:
+        warn_empty(src)
     labels = [s.label for s in scored]
     odds = np.array([s.log_odds for s in scored])
     probs = np.array([s.score for s in scored])
@@ -576,11 +624,11 @@ def evaluate(
         ctx.exit(EXIT_PARTIAL)
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb merge -m all.npz laptop.npz server.npz\n  spamnb merge -m all.npz other.npz --messages ~/Mail/Spam --messages ~/Mail/INBOX/cur\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.argument("others", nargs=-1, required=True, type=click.Path(), metavar="OTHER_MODEL...")
 @click.option("--prefer", type=click.Choice(["spam", "ham"]), default=None, help="The class to keep for a message learnt as spam in one model and ham in another.")
-@click.option("--messages", multiple=True, metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
+@click.option("--messages", multiple=True, type=click.Path(), metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
 @jobs_option
 @quiet_option
 @click.pass_context
@@ -625,10 +673,10 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     )
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
-@click.option("--explain", "explain_src", metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option
 @guarded

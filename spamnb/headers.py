@@ -13,6 +13,7 @@ continuation, so ours goes in before such a line, where every reader sees a head
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 VERDICT_NAME = b"X-Spamnb"
 # The header block ends at the first empty line (LF or CRLF).
@@ -106,8 +107,25 @@ def unstamped(data: bytes, limit: int | None = None) -> bytes:
     return (head + rest[:limit])[:limit]
 
 
-def digest(data: bytes, limit: int | None = None) -> bytes:
-    """16-byte fingerprint of a message, blind to the envelope and the verdict header.
+# The fields that delivery adds to a message on its way (an MTA's Received, the
+# delivery agent's Return-Path, Delivered-To and X-Original-To): two copies that
+# differ only in these, the envelope line and the verdict header are one message.
+TRANSPORT_NAMES = (b"received", b"delivered-to", b"return-path", b"x-original-to")
+TRANSPORT_LINE = re.compile(rb"^(?:" + b"|".join(TRANSPORT_NAMES) + rb")[ \t]*:.*(?:\r?\n[ \t].*)*(?:\r?\n|$)", re.I | re.M)
+
+
+def without_transport(head: bytes) -> bytes:
+    """The header block less the fields delivery adds (TRANSPORT_NAMES), folded lines too."""
+    lowered = head.lower()
+    if not any(name in lowered for name in TRANSPORT_NAMES):
+        return head
+    return TRANSPORT_LINE.sub(b"", head)
+
+
+def digest(data: bytes, limit: int | None = None, transport: bool = False) -> bytes:
+    """16-byte fingerprint of a message, blind to the envelope, the verdict header and
+    the fields delivery adds (TRANSPORT_NAMES; with `transport`, not blind to those:
+    the digest models learnt before, see `learnt_digest`).
 
     Blind too to the final newline of a header-only message, which `stamp` may add.
     With `limit`, of the first `limit` bytes that `unstamped` keeps: what is learnt of
@@ -115,6 +133,8 @@ def digest(data: bytes, limit: int | None = None) -> bytes:
     """
     _, head, rest = split_message(data)
     head = without_verdict(head)
+    if not transport:
+        head = without_transport(head)
     if limit is not None:
         head, rest = head[:limit], rest[: max(limit - len(head), 0)]
     if not rest:
@@ -125,3 +145,19 @@ def digest(data: bytes, limit: int | None = None) -> bytes:
     fingerprint.update(head)
     fingerprint.update(rest)
     return fingerprint.digest()
+
+
+def legacy_digest(data: bytes, limit: int | None = None) -> bytes:
+    """The digest before transport fields were left out (models learnt with it keep it)."""
+    return digest(data, limit, transport=True)
+
+
+def learnt_digest(data: bytes, limit: int | None, known: Callable[[bytes], bool]) -> bytes:
+    """The digest to learn, move or forget a message by: its `digest`, or the
+    `legacy_digest` a model already knows it by, so that older models still recognise
+    what they learnt (`known`: whether the model holds a digest)."""
+    key = digest(data, limit)
+    if known(key):
+        return key
+    old = legacy_digest(data, limit)
+    return old if old != key and known(old) else key

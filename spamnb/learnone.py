@@ -126,7 +126,7 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
                     problems.append(item)
                     continue
                 cls = LABEL_CLASS[label]
-                key = headers.digest(item.data, model.tokens.max_bytes)
+                key = headers.learnt_digest(item.data, model.tokens.max_bytes, lambda k: k in now or model.learnt_class(k) is not None)
                 before = now[key] if key in now else model.learnt_class(key)
                 if forget:
                     if before is None:

@@ -93,7 +93,7 @@ def find_messages(wanted: set[bytes], items: Iterable[Item] | None, report: Merg
         if isinstance(item, Problem):
             report.problems.append(item)
             continue
-        key = headers.digest(item.data, max_bytes)
+        key = headers.learnt_digest(item.data, max_bytes, wanted.__contains__)
         if key in wanted:
             found.setdefault(key, item.data)
     if len(found) < len(wanted):

@@ -117,6 +117,10 @@ def run(
             if train_on_error and verdict == item.label:
                 continue
             before = model.learnt_class(key)
+            if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
+                old = headers.legacy_digest(item.data, model.tokens.max_bytes)
+                if model.learnt_class(old) is not None:
+                    key, before = old, model.learnt_class(old)
             if before != cls:
                 model.learn(journal.Entry(key, before, cls, counts))
                 learnt += 1

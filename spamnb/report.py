@@ -6,7 +6,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,12 +40,74 @@ def scored_tsv(s: Scored) -> str:
     return f"{s.id}\t{s.verdict}\t{s.score:.4f}"
 
 
-def scored_table(rows: Sequence[Scored]) -> Table:
-    table = new_table("message", "verdict", "P(spam)", "log-odds")
+def scored_table(rows: Sequence[Scored], heads: dict[str, tuple[str, str]] | None = None, width: int = 80) -> Table:
+    """One row per message on one line of `width`: its id shortened from the left (the
+    end names the message: a maildir file, `PATH:N` of an mbox), From and Subject when
+    known (cut at the end), the verdict."""
+    heads = heads or {}
     style = {"spam": "red", "ham": "green", "unsure": "yellow"}
-    for s in rows:
-        table.add_row(s.id, f"[{style[s.verdict]}]{s.verdict}[/]", f"{s.score:.4f}", f"{s.log_odds:+.2f}")
+    fixed = len("verdict") + len("P(spam)") + len("log-odds") + 2 * 6  # each column has a space either side
+    ids = [tail(s.id, max(16, width // 4)) for s in rows]
+    id_width = max((len(i) for i in ids), default=7)
+    senders = [heads.get(s.id, ("", ""))[0] for s in rows]
+    from_width = min(max((len(f) for f in senders), default=4), max(12, width // 5))
+    subject_width = max(width - fixed - id_width - from_width, 7)
+    table = new_table("message", "from", "subject", "verdict", "P(spam)", "log-odds")
+    for column, size in zip(table.columns, (id_width, from_width, subject_width, 7, 7, 8), strict=True):
+        column.width, column.no_wrap = size, True
+    for s, shown, sender in zip(rows, ids, senders, strict=True):
+        subject = heads.get(s.id, ("", ""))[1]
+        table.add_row(
+            escape(shown), escape(head(sender, from_width)), escape(head(subject, subject_width)),
+            f"[{style[s.verdict]}]{s.verdict}[/]", f"{s.score:.4f}", f"{s.log_odds:+.2f}",
+        )
     return table
+
+
+def head(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters by dropping its end."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tail(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters by dropping its start."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def verdict_counts(rows: Sequence[Scored]) -> str:
+    """`N messages: a spam, b ham, c unsure`, the line under the table."""
+    counts = {v: sum(s.verdict == v for s in rows) for v in ("spam", "ham", "unsure")}
+    return f"{len(rows)} messages: {counts['spam']} spam, {counts['ham']} ham, {counts['unsure']} unsure"
+
+
+def from_and_subject(data: bytes) -> tuple[str, str]:
+    """A message's From and Subject, decoded, on one line each (for the table)."""
+    from email.parser import BytesHeaderParser
+
+    from spamnb.headers import split_message
+    from spamnb.message import decode_header_value
+
+    _, head, _ = split_message(data[: 1 << 16])
+    fields = BytesHeaderParser().parsebytes(head)
+    return tuple(" ".join(decode_header_value(str(fields.get(name, ""))).split()) for name in ("From", "Subject"))  # type: ignore[return-value]
+
+
+def noting_heads(items: Iterable[Any], heads: dict[str, tuple[str, str]]) -> Iterator[Any]:
+    """`items` as they are, each message's From and Subject kept in `heads` by its id."""
+    for item in items:
+        data = getattr(item, "data", None)
+        if data is not None:
+            try:
+                heads[item.id] = from_and_subject(data)
+            except Exception:  # noqa: BLE001 - the table shows a blank, the message is still scored
+                heads[item.id] = ("", "")
+        yield item
 
 
 def fmt(value: float, percent: bool = False) -> str:

@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, NamedTuple
 
 LABELS = ("ham", "spam")
@@ -318,16 +318,34 @@ def read_source(src: str, label: str | None = None, max_bytes: int | None = None
     return read_file(src, label, max_bytes)
 
 
-def read_labelled(spam: Iterable[str], ham: Iterable[str], index: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
-    """The labelled mail of `--spam`, `--ham` and `--index`, in that order."""
-    streams = [read_source(src, "spam", max_bytes) for src in spam] + [read_source(src, "ham", max_bytes) for src in ham]
+def read_labelled(
+    spam: Iterable[str], ham: Iterable[str], index: str | None = None, max_bytes: int | None = None, on_empty: Callable[[str], None] | None = None
+) -> Iterator[Item]:
+    """The labelled mail of `--spam`, `--ham` and `--index`, in that order; `on_empty(SRC)`
+    once a SRC (or the index) turns out to hold no message."""
+    streams = [(src, read_source(src, "spam", max_bytes)) for src in spam] + [(src, read_source(src, "ham", max_bytes)) for src in ham]
     if index is not None:
         if not os.path.isfile(index):
             raise SourceError(f"{index}: no such index file")
-        streams.append(read_index(index, max_bytes))
-    return itertools.chain.from_iterable(streams)
+        streams.append((index, read_index(index, max_bytes)))
+    return itertools.chain.from_iterable(noting_empty(src, items, on_empty) for src, items in streams)
 
 
-def read_all(sources: Iterable[str], max_bytes: int | None = None) -> Iterator[Item]:
-    """Unlabelled mail of several SRC arguments, checked up front."""
-    return itertools.chain.from_iterable([read_source(src, max_bytes=max_bytes) for src in sources])
+def read_all(sources: Iterable[str], max_bytes: int | None = None, on_empty: Callable[[str], None] | None = None) -> Iterator[Item]:
+    """Unlabelled mail of several SRC arguments, checked up front (`on_empty` as `read_labelled`'s)."""
+    streams = [(src, read_source(src, max_bytes=max_bytes)) for src in sources]
+    return itertools.chain.from_iterable(noting_empty(src, items, on_empty) for src, items in streams)
+
+
+def noting_empty(src: str, items: Iterator[Item], on_empty: Callable[[str], None] | None) -> Iterator[Item]:
+    """`items`, then `on_empty(src)` if there were none (an empty folder, a mistyped maildir;
+    a source of unreadable files only has had each named already)."""
+    if on_empty is None:
+        yield from items
+        return
+    found = False
+    for item in items:
+        found = True
+        yield item
+    if not found:
+        on_empty(src)

@@ -96,13 +96,15 @@ def test_bare_spamnb_prints_help() -> None:
 
 
 def test_a_mailbox_given_as_the_model_is_named_for_what_it_is(tmp_path: Path) -> None:
+    archive = tmp_path / "archive.mbox"  # a copy: train takes its lock beside the file it is given
+    archive.write_bytes((SAMPLE / "spam.mbox").read_bytes())
     for command in (["classify", SAMPLE / "ham.mbox"], ["inspect"], ["train", "--spam", SAMPLE / "spam.mbox"]):
-        line = one_line_error(run(command[0], "-m", SAMPLE / "spam.mbox", *command[1:]), 3, "not a spamnb model", "it holds mail")
+        line = one_line_error(run(command[0], "-m", archive, *command[1:]), 3, "not a spamnb model", "it holds mail")
         assert "pickle" not in line
     one_line_error(run("inspect", "-m", SAMPLE / "maildir/spam"), 3, "not a spamnb model (not a regular file)")
     # the pipe too: the message passes through, one line says why
     message = make_mail()
-    proc = subprocess.run([str(SPAMNB), "classify", "--pipe", "-m", str(SAMPLE / "spam.mbox")], input=message, capture_output=True, timeout=60)
+    proc = subprocess.run([str(SPAMNB), "classify", "--pipe", "-m", str(archive)], input=message, capture_output=True, timeout=60)
     assert (proc.returncode, proc.stdout) == (3, message)
     assert b"it holds mail" in proc.stderr and b"pickle" not in proc.stderr
 
