@@ -11,7 +11,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import click
 
@@ -218,12 +218,30 @@ def token_options(fn: F) -> F:
     return fn
 
 
+class EventChoice(click.Choice):
+    """The event models `spamnb.events` registers, read when click needs them (help or a
+    value to check): importing them imports numpy, which no other option needs."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    @property  # type: ignore[override]
+    def choices(self) -> list[str]:
+        from spamnb.events import EVENT_MODELS
+
+        return list(EVENT_MODELS)
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass  # click.Choice sets it; the registry is the truth
+
+
 def scoring_options(fn: F) -> F:
     fn = click.option(
         "--event",
-        type=click.Choice(["fisher", "multinomial", "bernoulli", "complement"]),
+        type=EventChoice(),
         default=None,
-        help="Scoring: Robinson-Fisher combining, or the multinomial, Bernoulli or complement naive Bayes event model. [default: fisher]",
+        help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.events registers them). [default: fisher]",
     )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     return fn
@@ -261,14 +279,43 @@ def labelled_options(fn: F) -> F:
     return fn
 
 
-def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, alpha: float | None, base: Any = None):
-    """Tokeniser and scoring settings: the options given, over a model's (or the defaults)."""
+class ModelOptions(NamedTuple):
+    """The tokeniser, scoring, cut-off and pruning options that `train` and `eval` share."""
+
+    ngram: int | None
+    stopwords: bool | None
+    event: str | None
+    alpha: float | None
+    spam_cutoff: float | None
+    ham_cutoff: float | None
+    min_count: int
+    max_tokens: int
+
+    def pruning(self) -> Any:
+        from spamnb.nb import Pruning
+
+        return Pruning(self.min_count, self.max_tokens)
+
+
+def model_options(fn: F) -> F:
+    """The `ModelOptions` options; the command receives them as one `options`."""
+
+    @functools.wraps(fn)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        options = ModelOptions(*(kwargs.pop(name) for name in ModelOptions._fields))
+        return fn(*args, options=options, **kwargs)
+
+    return token_options(scoring_options(cutoff_options(pruning_options(with_options))))  # type: ignore[return-value]
+
+
+def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
+    """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
     from spamnb.model import Scoring
     from spamnb.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
-    token_changes = {k: v for k, v in {"ngram": ngram, "stopwords": stopwords}.items() if v is not None}
+    token_changes = {k: v for k, v in {"ngram": options.ngram, "stopwords": options.stopwords}.items() if v is not None}
     if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
         raise Failure(
             f"the model was trained with tokeniser settings {tokens.to_json()}; "
@@ -276,7 +323,7 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
             code=2,
         )
     tokens = tokens.replace(**token_changes)
-    scoring_changes = {k: v for k, v in {"event": event, "alpha": alpha}.items() if v is not None}
+    scoring_changes = {k: v for k, v in {"event": options.event, "alpha": options.alpha}.items() if v is not None}
     changed = scoring.replace(**scoring_changes)
     if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
         # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
@@ -286,7 +333,7 @@ def settings_from(ngram: int | None, stopwords: bool | None, event: str | None, 
             "its calibration fits only those, so they cannot change now (train a new model instead)",
             code=EXIT_USAGE,
         )
-    return tokens, changed
+    return tokens, with_cutoffs(changed, options.spam_cutoff, options.ham_cutoff)
 
 
 def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
@@ -337,10 +384,7 @@ def report_problems(problems: Iterable[Any]) -> int:
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
 )
-@token_options
-@scoring_options
-@cutoff_options
-@pruning_options
+@model_options
 @jobs_option
 @quiet_option
 @click.pass_context
@@ -354,14 +398,7 @@ def train(
     forget: bool,
     dry_run: bool,
     wait: float | None,
-    ngram: int | None,
-    stopwords: bool | None,
-    event: str | None,
-    alpha: float | None,
-    spam_cutoff: float | None,
-    ham_cutoff: float | None,
-    min_count: int,
-    max_tokens: int,
+    options: ModelOptions,
     jobs: int,
 ) -> None:
     """Learn labelled mail into MODEL (created when missing).
@@ -378,19 +415,16 @@ def train(
     with store.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
-            model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
+            # The cut-offs given are stored in the model: every later classify and --pipe uses them.
+            model.tokens, model.scoring = settings_from(options, model)
         else:
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
-            model = store.empty_model(*settings_from(ngram, stopwords, event, alpha))
-        # Stored in the model: every later classify and --pipe uses them.
-        model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
+            model = store.empty_model(*settings_from(options))
         items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
-        from spamnb.nb import Pruning
-
-        pruned = model.prune(Pruning(min_count, max_tokens))
+        pruned = model.prune(options.pruning())
         if not dry_run:
             store.save(model, model_path)
     bad = report_problems(result.problems)
@@ -512,10 +546,7 @@ def classify_batch(
     "--fail-over", "ceilings", multiple=True, metavar="METRIC=VALUE",
     help="Exit 1 when METRIC is above VALUE, for the lower-is-better ones such as false_positive_rate (repeatable).",
 )
-@token_options
-@scoring_options
-@cutoff_options
-@pruning_options
+@model_options
 @jobs_option
 @quiet_option
 @click.pass_context
@@ -533,14 +564,7 @@ def evaluate(
     as_json: bool,
     bars: tuple[str, ...],
     ceilings: tuple[str, ...],
-    ngram: int | None,
-    stopwords: bool | None,
-    event: str | None,
-    alpha: float | None,
-    spam_cutoff: float | None,
-    ham_cutoff: float | None,
-    min_count: int,
-    max_tokens: int,
+    options: ModelOptions,
     jobs: int,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
@@ -562,32 +586,28 @@ def evaluate(
     learnt = None
     with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
         if online:
-            if folds is not None or train_size is not None or min_count or max_tokens:
+            if folds is not None or train_size is not None or options.pruning():
                 raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
             from spamnb import online as online_eval
 
-            tokens, scoring = settings_from(ngram, stopwords, event, alpha, store.load(model_path) if model_path else None)
-            scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
+            tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             if folds is not None or train_size is not None:
                 raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
-            if min_count or max_tokens:
+            if options.pruning():
                 raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
-            model.tokens, model.scoring = settings_from(ngram, stopwords, event, alpha, model)
-            model.scoring = scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
+            model.tokens, model.scoring = settings_from(options, model)
+            scoring = model.scoring
             items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
             results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
         else:
-            tokens, scoring = settings_from(ngram, stopwords, event, alpha)
-            scoring = with_cutoffs(scoring, spam_cutoff, ham_cutoff)
-            from spamnb.nb import Pruning
-
-            pruning = Pruning(min_count, max_tokens)
+            tokens, scoring = settings_from(options)
+            pruning = options.pruning()
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
