@@ -24,8 +24,34 @@ VERDICT_LINE = re.compile(rb"^" + VERDICT_NAME + rb"[ \t]*:.*(?:\r?\n[ \t].*)*(?
 HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]*:|[ \t]|From ")
 
 
+# A CR not followed by LF: Python's email parser ends a line there too (its NLCRE), so
+# mail written with CR line ends (old Macs, some gateways) has its header block end at
+# CR CR.  The functions here read such mail through `lf_view`, where each bare CR is an
+# LF: the same length, so every cut found in the view is the cut in the mail itself.
+BARE_CR = re.compile(rb"\r(?!\n)")
+
+
+def lf_view(data: bytes) -> bytes:
+    """`data` with each bare CR as LF (the same object when it has none)."""
+    if b"\r" not in data or not BARE_CR.search(data):
+        return data
+    return BARE_CR.sub(b"\n", data)
+
+
 def split_message(data: bytes) -> tuple[bytes, bytes, bytes]:
     """(envelope line, header block with its final newline, the rest from the blank line on)."""
+    parts = split_lf(data)
+    cut = len(parts[0]) + len(parts[1])
+    # Only a bare CR before the cut LF rules find can end the header block earlier.
+    if data.find(b"\r", 0, cut) < 0 or not BARE_CR.search(data, 0, cut):
+        return parts
+    envelope, head, _ = split_lf(lf_view(data))
+    cut = len(envelope) + len(head)
+    return data[: len(envelope)], data[len(envelope) : cut], data[cut:]
+
+
+def split_lf(data: bytes) -> tuple[bytes, bytes, bytes]:
+    """split_message of mail whose lines end in LF or CR LF."""
     envelope = b""
     if data.startswith(b"From "):
         cut = data.find(b"\n") + 1 or len(data)
@@ -51,11 +77,19 @@ def without_verdict(head: bytes) -> bytes:
     # time the pattern takes to scan it (corpus: 0.105 s -> 0.02 s of CPU).
     if VERDICT_NAME.lower() not in head.lower():
         return head
-    return VERDICT_LINE.sub(b"", head)
+    view = lf_view(head)
+    if view is head:
+        return VERDICT_LINE.sub(b"", head)
+    kept, at = [], 0
+    for match in VERDICT_LINE.finditer(view):
+        kept.append(head[at : match.start()])
+        at = match.end()
+    return b"".join(kept) + head[at:]
 
 
 def fields_end(head: bytes) -> int:
     """Where the fields of a header block end: before its first line that is not one."""
+    head = lf_view(head)
     pos = 0
     while pos < len(head) and HEADER_LINE.match(head, pos):
         pos = head.find(b"\n", pos) + 1 or len(head)
@@ -64,13 +98,16 @@ def fields_end(head: bytes) -> int:
 
 def line_end(before: bytes, *others: bytes) -> bytes:
     """The line ending to write: that of the line `before` the header, else the first one met."""
-    if before.endswith(b"\n"):
-        return b"\r\n" if before.endswith(b"\r\n") else b"\n"
+    if before.endswith((b"\n", b"\r")):
+        return b"\r\n" if before.endswith(b"\r\n") else before[-1:]
     for block in others:
-        end = block.find(b"\n")
-        if end >= 0:
-            return b"\r\n" if block[end - 1 : end] == b"\r" else b"\n"
+        end = NEWLINE.search(block)
+        if end:
+            return end.group()
     return b"\n"
+
+
+NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
 def stamp(data: bytes, value: str) -> bytes:
@@ -85,9 +122,9 @@ def stamp(data: bytes, value: str) -> bytes:
     cut = fields_end(head)
     fields, after = head[:cut], head[cut:]
     newline = line_end(fields, envelope, head, rest)
-    if envelope and not envelope.endswith(b"\n"):
+    if envelope and not envelope.endswith((b"\n", b"\r")):
         envelope += newline
-    if fields and not fields.endswith(b"\n"):
+    if fields and not fields.endswith((b"\n", b"\r")):
         fields += newline
     line = VERDICT_NAME + b": " + value.encode("ascii") + newline
     if not envelope and fields.startswith(b"From "):
@@ -138,7 +175,7 @@ def digest(data: bytes, limit: int | None = None, transport: bool = False) -> by
     if limit is not None:
         head, rest = head[:limit], rest[: max(limit - len(head), 0)]
     if not rest:
-        head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith(b"\n") else head
+        head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith((b"\n", b"\r")) else head
     import hashlib  # learning needs it, scoring does not: off the pipe's start-up
 
     fingerprint = hashlib.blake2b(len(head).to_bytes(8, "big"), digest_size=16)

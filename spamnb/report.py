@@ -233,7 +233,22 @@ def summary(model: Model, path: str) -> dict[str, Any]:
         "tokeniser": json.loads(model.tokens.to_json()),
         "scoring": json.loads(model.scoring.to_json()),
         "verdicts": verdict_summary(model),
+        **file_facts(path),
     }
+
+
+def file_facts(path: str) -> dict[str, Any]:
+    """The model file's size and when it was last trained: the later of its own and its
+    journal's modification (a learnt single message goes to the journal), UTC, ISO 8601."""
+    import datetime
+    import os
+
+    from spamnb.journal import journal_path
+
+    times = [os.stat(p).st_mtime for p in (path, journal_path(path)) if os.path.exists(p)]
+    sizes = [os.stat(p).st_size for p in (path, journal_path(path)) if os.path.exists(p)]
+    when = datetime.datetime.fromtimestamp(max(times), datetime.UTC).isoformat(timespec="seconds") if times else None
+    return {"file_bytes": sum(sizes), "last_trained": when}
 
 
 def verdict_summary(model: Model) -> dict[str, Any]:
@@ -264,6 +279,8 @@ def token_table(title: str, rows: list[dict[str, Any]], weight_name: str = "weig
 def summary_table(info: dict[str, Any]) -> Table:
     table = new_table("", "", title=f"model {info['model']}", show_header=False)
     table.add_row("messages", f"{info['messages']['spam']} spam, {info['messages']['ham']} ham")
+    table.add_row("last trained", f"{info['last_trained']} (UTC)")
+    table.add_row("size", f"{info['file_bytes'] / 1e6:.1f} MB ({info['file_bytes']:,} bytes, journal included)")
     table.add_row("vocabulary", f"{info['vocabulary']} tokens")
     table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
     table.add_row("scoring", ", ".join(f"{k}={v}" for k, v in info["scoring"].items()))

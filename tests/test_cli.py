@@ -57,9 +57,10 @@ def model(corpus: Corpus, tmp_path: Path) -> Path:
 
 
 def inspect_json(model: Path) -> dict[str, object]:
+    """What inspect says of the model's contents (not of its file: size, time last trained)."""
     info = json.loads(ok("inspect", "-m", model, "--json").stdout)
     assert isinstance(info, dict)
-    return info
+    return {k: v for k, v in info.items() if k not in ("file_bytes", "last_trained")}
 
 
 # --- train and inspect ---------------------------------------------------------------

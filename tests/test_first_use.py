@@ -2,6 +2,7 @@
 output a new user reads (items 9, 10, 11)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -135,3 +136,16 @@ def test_the_table_keeps_the_end_of_the_path_and_shows_sender_and_subject(tmp_pa
     assert deep[-20:] in text and deep[:20] not in text  # the end, which names the message, is kept
     assert "Alice <alice@" in text and "Cheap pills" in text and "Agenda" in text
     assert text.rstrip().splitlines()[-1] == "3 messages: 1 spam, 1 ham, 1 unsure"
+
+
+def test_inspect_says_when_the_model_was_last_trained_and_its_size(tmp_path: Path) -> None:
+    import datetime
+
+    model = tmp_path / "m.npz"
+    assert run("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
+    os.utime(model, (1_700_000_000, 1_700_000_000))
+    info = json.loads(run("inspect", "-m", model, "--json").stdout)
+    assert info["file_bytes"] == model.stat().st_size
+    assert info["last_trained"] == datetime.datetime.fromtimestamp(1_700_000_000, datetime.UTC).isoformat(timespec="seconds")
+    table = run("inspect", "-m", model).stdout
+    assert "last trained" in table and "2023-11-14T22:13:20+00:00" in table and f"{model.stat().st_size:,} bytes" in table

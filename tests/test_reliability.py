@@ -4,6 +4,7 @@ Each test here failed on main before its fix (the issue lists the reproductions)
 from __future__ import annotations
 
 import contextlib
+import email
 import errno
 import io
 import json
@@ -25,6 +26,7 @@ from typing import IO
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import example, given, settings
 
 from spamnb import cli as cli_module
 from spamnb import headers, journal, learnone, pipe, sources, store
@@ -32,7 +34,7 @@ from spamnb.cli import cli
 from spamnb.sources import Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
 from tests.conftest import ENVELOPE, make_mail
-from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, build_model, run_pipe, small_model
+from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, build_model, mailish, run_pipe, small_model
 
 
 @pytest.fixture(scope="module")
@@ -652,3 +654,20 @@ def test_a_reader_of_stdout_that_leaves_ends_the_command_quietly(model: Path, wi
     status, err, got = read_then_close([*args, *where])
     # On main: classify exit 3 with "[Errno 32] Broken pipe", inspect exit 1.
     assert len(got) == 100 and (status, err) == (cli_module.EXIT_STDOUT_CLOSED, "")
+
+
+# --- CR line ends: the verdict header where every reader sees a header -----------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(mailish().map(lambda m: m.replace(b"\r\n", b"\r").replace(b"\n", b"\r")))
+@example(make_mail("cheap pills", "viagra casino\n").replace(b"\n", b"\r"))
+def test_with_cr_line_ends_the_verdict_goes_in_the_header_block(data: bytes) -> None:
+    # On main the header went after the body of CR-ended mail: Python's parser (and the
+    # tokeniser) ends lines at a bare CR, so there it read as body text.
+    out = headers.stamp(data, "spam, score=1.0000")
+    assert [v.strip() for v in email.message_from_bytes(out).get_all("X-Spamnb", [])] == ["spam, score=1.0000"]
+    # Exactly as the same mail with LF line ends.
+    assert out.replace(b"\r", b"\n") == headers.stamp(data.replace(b"\r", b"\n"), "spam, score=1.0000")
+    assert headers.digest(out) == headers.digest(data)
+    assert headers.stamp(out, "ham, score=0.0001") == headers.stamp(data, "ham, score=0.0001")
