@@ -12,8 +12,11 @@ def _log_factorials(n: int) -> np.ndarray:
 def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
     top = terms.max(axis=1)
     top = np.where(np.isfinite(top), top, 0.0)
+    # Summed in order (cumsum), not pairwise: then the -inf padding after a row's own terms
+    # (blocks are as wide as their widest row) adds exact zeros at the end and cannot change
+    # the sum, so a row's value does not depend on which rows share its chunk or block.
     with np.errstate(divide="ignore"):
-        return top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
+        return top + np.log(np.cumsum(np.exp(terms - top[:, None]), axis=1)[:, -1])
 
 
 # Terms per block of rows: a block is as wide as its largest n, so large blocks are mostly
@@ -64,11 +67,12 @@ def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = CHI2_BLOCK) -> t
         small = (lq > np.log(0.5)) & (nr > 0)
         if small.any():
             ns, ms, lms = nr[small], mr[small], lm[small]
-            extra = int(60 + 12 * np.sqrt(ms.max() + ns.max()))
-            j = ns[:, None] + np.arange(extra)[None, :]
+            # Each row's own number of terms, so that it does not depend on the rest of its block.
+            extra = (60 + 12 * np.sqrt(ms + ns)).astype(np.int64)
+            j = ns[:, None] + np.arange(int(extra.max()))[None, :]
             lfj = _log_factorials(int(j.max()))
             with np.errstate(invalid="ignore"):
-                tail = np.where(np.isfinite(lms)[:, None], j * lms[:, None] - lfj[j], -np.inf)
+                tail = np.where(np.isfinite(lms)[:, None] & (j < (ns + extra)[:, None]), j * lms[:, None] - lfj[j], -np.inf)
             lp[small] = -ms + _logsumexp_rows(tail)
         log_p[rows] = lp
     return log_q, log_p

@@ -140,27 +140,8 @@ def learn(
                 if isinstance(item, Problem):
                     report.problems.append(item)
                     continue
-                cls = class_of(item)
                 key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
-                before = model.learnt.get(key)
-                changes: list[tuple[int, int]] = []  # (class, sign)
-                if forget:
-                    if before is None:
-                        report.never_learnt.append(item.id)
-                    else:
-                        del model.learnt[key]
-                        changes.append((before, -1))
-                        report.forgotten += 1
-                elif before == cls:
-                    report.already += 1
-                else:
-                    if before is not None:
-                        changes.append((before, -1))
-                        report.moved += 1
-                    else:
-                        report.learnt += 1
-                    model.learnt[key] = cls
-                    changes.append((cls, 1))
+                changes = changes_of(model, report, item.id, class_of(item), key, forget)
                 if changes:
                     for c, sign in changes:
                         change.which.append(len(datas))
@@ -178,11 +159,41 @@ def learn(
         if progress:
             progress(change.size)
     if sample.items:
-        cols, counts, fields, classes = zip(*sample.items, strict=True)
-        lengths = np.array([len(c) for c in cols], dtype=np.int64)
-        learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
-        model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs)
+        calibrate_on(model, sample.items, jobs)
     return report
+
+
+def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:
+    """The (class, sign) count changes of learning (or forgetting) one message of digest
+    `key` as `cls`, in order; `model.learnt` and `report` are brought up to date."""
+    before = model.learnt.get(key)
+    changes: list[tuple[int, int]] = []
+    if forget:
+        if before is None:
+            report.never_learnt.append(message_id)
+        else:
+            del model.learnt[key]
+            changes.append((before, -1))
+            report.forgotten += 1
+    elif before == cls:
+        report.already += 1
+    else:
+        if before is not None:
+            changes.append((before, -1))
+            report.moved += 1
+        else:
+            report.learnt += 1
+        model.learnt[key] = cls
+        changes.append((cls, 1))
+    return changes
+
+
+def calibrate_on(model: Model, sample: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]], jobs: int = 1) -> None:
+    """Fit the model's calibration on learnt messages (columns, counts, fields, class), as `learn` samples them."""
+    cols, counts, fields, classes = zip(*sample, strict=True)
+    lengths = np.array([len(c) for c in cols], dtype=np.int64)
+    learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
+    model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs)
 
 
 # Calibration is fitted on at most this many of the messages learnt in one call.
@@ -257,15 +268,21 @@ def classify(
 
     for odds in ordered_map(score_chunk, score, tasks(), jobs):
         batch = batches.popleft()
-        scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
-        for item in batch:
-            if isinstance(item, Problem):
-                yield item
-                continue
-            lo, p = next(scored)
-            yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
+        yield from scored_batch(model, batch, odds)
         if progress:
             progress(len(batch))
+
+
+def scored_batch(model: Model, batch: list[Item], odds: np.ndarray) -> Iterator[Scored | Problem]:
+    """A batch's results in its order: each message's log-odds `odds` (in order) with P(spam)
+    and verdict; each Problem in its place."""
+    scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
+    for item in batch:
+        if isinstance(item, Problem):
+            yield item
+            continue
+        lo, p = next(scored)
+        yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
 
 
 def name_digest(message_id: str) -> str:
@@ -305,40 +322,86 @@ def cross_validate(
     `train_size`: each fold's model learns only that many of the other folds' messages
     (`first_by_digest`), a new user's first few hundred.
     """
+    check_folds(k)
+    return folds_scored(tokenise_labelled(items, tokens, progress, jobs), k, scoring, pruning, train_size)
+
+
+def check_folds(k: int) -> None:
     if k < 2:
         raise ValueError(f"--folds needs at least 2 folds, not {k}")
-    vocab = Vocabulary()
-    # Fields come from the whole vocabulary below, not from each chunk.
+
+
+class Tokenised(NamedTuple):
+    """Labelled mail tokenised once, for cross-validation: ids, labels, the Problems met,
+    the vocabulary (columns by first sight) and the messages' rows over it."""
+
+    ids: list[str]
+    labels: list[str]
+    problems: list[Problem]
+    vocab: Vocabulary
+    rows: Rows
+
+
+class Gathered(NamedTuple):
+    """A Tokenised as it is gathered, chunk by chunk, in order."""
+
+    ids: list[str]
+    labels: list[str]
+    problems: list[Problem]
+    vocab: Vocabulary
+    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]
+
+    @classmethod
+    def empty(cls) -> Gathered:
+        return cls([], [], [], Vocabulary(), ([], [], []))
+
+    def add_item(self, item: Item) -> bool:
+        """Note a message's id and label (or its Problem); whether it is a message."""
+        if isinstance(item, Problem):
+            self.problems.append(item)
+            return False
+        class_of(item)
+        self.ids.append(item.id)
+        self.labels.append(item.label)  # type: ignore[arg-type]
+        return True
+
+    def add_chunk(self, chunk: Chunk) -> None:
+        mapping = np.asarray(self.vocab.grow(chunk.tokens), dtype=np.int64)
+        self.parts[0].append(mapping[chunk.rows.cols])
+        self.parts[1].append(chunk.rows.counts)
+        self.parts[2].append(chunk.rows.lengths)
+
+    def done(self) -> Tokenised:
+        rows = Rows(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in self.parts))
+        return Tokenised(self.ids, self.labels, self.problems, self.vocab, rows)
+
+
+def tokenise_labelled(items: Iterable[Item], tokens: TokenSettings, progress: Callable[[int], None] | None = None, jobs: int = 1) -> Tokenised:
+    """Every labelled message tokenised by `jobs` processes, in order."""
+    # Fields come from the whole vocabulary (in `folds_scored`), not from each chunk.
     tokenise = Tokenise(Tokenizer(tokens), by_field=False)
-    ids: list[str] = []
-    labels: list[str] = []
-    problems: list[Problem] = []
+    got = Gathered.empty()
     sizes: deque[int] = deque()
-    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, chunk_size(jobs)):
-            datas = []
-            for item in batch:
-                if isinstance(item, Problem):
-                    problems.append(item)
-                    continue
-                class_of(item)
-                datas.append(item.data)
-                ids.append(item.id)
-                labels.append(item.label)
             sizes.append(len(batch))
-            yield datas
+            yield [item.data for item in batch if got.add_item(item)]  # type: ignore[union-attr]
 
     for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
-        mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
-        parts[0].append(mapping[chunk.rows.cols])
-        parts[1].append(chunk.rows.counts)
-        parts[2].append(chunk.rows.lengths)
+        got.add_chunk(chunk)
         size = sizes.popleft()
         if progress:
             progress(size)
-    data = Rows(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts))
+    return got.done()
+
+
+def folds_scored(
+    tokenised: Tokenised, k: int, scoring: Scoring, pruning: nb.Pruning | None = None, train_size: int | None = None
+) -> tuple[list[Scored], list[Problem]]:
+    """`cross_validate` of mail tokenised once."""
+    check_folds(k)
+    ids, labels, problems, vocab, data = tokenised
     y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
     total = counts_of(data, y, len(vocab))

@@ -6,6 +6,7 @@ cannot be used; 130 interrupted (Ctrl-C).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -271,6 +272,15 @@ def jobs_option(fn: F) -> F:
     )(fn)
 
 
+def dask_option(fn: F) -> F:
+    return click.option(
+        "--dask", "dask_address", metavar="ADDRESS", default=None,
+        help="Run on a Dask cluster: a scheduler's tcp://HOST:PORT, or `local` for a LocalCluster of --jobs "
+        "worker processes.  The workers read the mail (paths must be the same there; no stdin).  "
+        "Needs pip install 'spamnb[dask]'.",
+    )(fn)
+
+
 def labelled_options(fn: F) -> F:
     fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
     # type=click.Path: shell completion offers file names (the shell's own completion).
@@ -386,6 +396,7 @@ def report_problems(problems: Iterable[Any]) -> int:
 )
 @model_options
 @jobs_option
+@dask_option
 @quiet_option
 @click.pass_context
 @guarded
@@ -400,6 +411,7 @@ def train(
     wait: float | None,
     options: ModelOptions,
     jobs: int,
+    dask_address: str | None,
 ) -> None:
     """Learn labelled mail into MODEL (created when missing).
 
@@ -412,6 +424,11 @@ def train(
     from spamnb.progress import progress_bar
 
     need_labelled(spam, ham, index)
+    if dask_address is not None:
+        from spamnb import cluster
+
+        cluster.refuse_stdin([*spam, *ham])
+        cluster.require()
     with store.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
@@ -421,9 +438,14 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(options))
-        items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
-            result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
+            if dask_address is None:
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
+                result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
+            else:
+                located = sources.locate_labelled(spam, ham, index)
+                with cluster.connect(dask_address, jobs) as client:
+                    result = cluster.learn(client, model, located, forget=forget, progress=advance, jobs=jobs)
         pruned = model.prune(options.pruning())
         if not dry_run:
             store.save(model, model_path)
@@ -462,6 +484,7 @@ def train(
 @click.option("--exit-zero", is_flag=True, help="With --pipe: exit 0 whatever the verdict (3 still on an error), for procmail's `:0 fw`.")
 @cutoff_options
 @jobs_option
+@dask_option
 @quiet_option
 @click.pass_context
 def classify(
@@ -474,6 +497,7 @@ def classify(
     spam_cutoff: float | None,
     ham_cutoff: float | None,
     jobs: int,
+    dask_address: str | None,
 ) -> None:
     """Score messages (stdin when no SRC is given).
 
@@ -484,34 +508,52 @@ def classify(
 
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
+        refuse = refuse or ("--pipe filters one message here and does not go with --dask" if dask_address else "")
         cutoffs = (spam_cutoff, ham_cutoff)
         ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero))
     if exit_zero:
         raise click.UsageError("--exit-zero goes with --pipe")
-    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff))
+    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address)
 
 
 @guarded
 def classify_batch(
-    ctx: click.Context, model_path: str, sources: tuple[str, ...], as_json: bool, jobs: int, cutoffs: tuple[float | None, float | None]
+    ctx: click.Context,
+    model_path: str,
+    sources: tuple[str, ...],
+    as_json: bool,
+    jobs: int,
+    cutoffs: tuple[float | None, float | None],
+    dask_address: str | None = None,
 ) -> None:
     from spamnb import classifier, report, store
     from spamnb import sources as src
     from spamnb.progress import progress_bar
     from spamnb.sources import Problem
 
+    if dask_address is not None:
+        from spamnb import cluster
+
+        cluster.refuse_stdin(sources)
+        cluster.require()
     model = store.load(model_path)
     model.scoring = with_cutoffs(model.scoring, *cutoffs)
-    items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty)
     to_terminal = report.stdout_is_terminal() and not as_json
-    heads: dict[str, tuple[str, str]] = {}
-    if to_terminal:
-        items = report.noting_heads(items, heads)
+    heads: dict[str, tuple[str, str]] = {}  # on a terminal, without --dask (the workers read the mail)
     rows = []
     bad = 0
     write = sys.stdout.write
-    with progress_bar("classifying", ctx.obj["quiet"]) as advance:
-        for result in classifier.classify(model, items, progress=advance, jobs=jobs):
+    with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
+        if dask_address is None:
+            items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty)
+            if to_terminal:
+                items = report.noting_heads(items, heads)
+            results = classifier.classify(model, items, progress=advance, jobs=jobs)
+        else:
+            located = src.locate_all(sources)
+            client = stack.enter_context(cluster.connect(dask_address, jobs))
+            results = cluster.classify(client, model, located, progress=advance, jobs=jobs)
+        for result in results:
             if isinstance(result, Problem):
                 sys.stdout.flush()
                 bad += report_problems([result])
@@ -548,6 +590,7 @@ def classify_batch(
 )
 @model_options
 @jobs_option
+@dask_option
 @quiet_option
 @click.pass_context
 @guarded
@@ -566,6 +609,7 @@ def evaluate(
     ceilings: tuple[str, ...],
     options: ModelOptions,
     jobs: int,
+    dask_address: str | None,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
     import numpy as np
@@ -583,8 +627,24 @@ def evaluate(
         raise click.UsageError(str(err)) from err
     if train_on_error and not online:
         raise click.UsageError("--train-on-error goes with --online")
+    if online and dask_address is not None:
+        raise click.UsageError("--online scores and learns one message after the other; it does not go with --dask")
+    if model_path is not None and not online:
+        if folds is not None or train_size is not None:
+            raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
+        if options.pruning():
+            raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
     learnt = None
-    with progress_bar("evaluating", ctx.obj["quiet"]) as advance:
+    client = None
+    with progress_bar("evaluating", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
+        if dask_address is not None:
+            from spamnb import cluster
+
+            cluster.refuse_stdin([*spam, *ham])
+            cluster.require()
+            classifier.check_folds(folds or 5)
+            located = sources.locate_labelled(spam, ham, index)
+            client = stack.enter_context(cluster.connect(dask_address, jobs))
         if online:
             if folds is not None or train_size is not None or options.pruning():
                 raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
@@ -594,22 +654,25 @@ def evaluate(
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
-            if folds is not None or train_size is not None:
-                raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
-            if options.pruning():
-                raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(options, model)
             scoring = model.scoring
-            items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
-            results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
+            if client is None:
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
+                results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
+            else:
+                results = list(cluster.classify(client, model, located, progress=advance, jobs=jobs))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
         else:
             tokens, scoring = settings_from(options)
             pruning = options.pruning()
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
-            scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
+            if client is None:
+                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+                scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
+            else:
+                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs)
+                scored, problems = classifier.folds_scored(data, folds or 5, scoring, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
         raise Failure("no messages to evaluate" + "".join(f"; {src}: no mail in it" for src in empty))

@@ -234,8 +234,8 @@ class Fisher(EventModel):
     def by_fields(self, e: Entries, b: float, n: int) -> np.ndarray:
         """Log-odds of n rows from their entries, each field's t tokens counted as `tests(t)`:
         its entries' sums scaled by tests(t) / t.  Unknown tokens are neutral evidence in
-        their own fields, summed after the known ones (so the floats do not depend on the
-        chunking either)."""
+        their own fields, summed after the known ones, by weight (so the floats do not
+        depend on the chunking either)."""
         assert e.fields is not None and e.unknown_fields is not None
         k = e.unknown_rows.size
         rows = np.concatenate((e.rows, e.unknown_rows))
@@ -255,7 +255,14 @@ class Fisher(EventModel):
         tests = self.tests(tokens)
         with np.errstate(invalid="ignore", divide="ignore"):
             factor = np.where(tokens > 0, tests / tokens, 0.0)
-        scaled = row_sums(rows, n, x * factor[slot_of], per_entry[:, :2])
+        weights = x * factor[slot_of]
+        if k:
+            # The unknown tokens come in the chunk's order of first sight: summed by weight
+            # within each message, their floats do not depend on the chunking either.
+            head = len(rows) - k
+            order = np.concatenate((np.arange(head), head + np.lexsort((weights[head:], rows[head:]))))
+            rows, weights, per_entry = rows[order], weights[order], per_entry[order]
+        scaled = row_sums(rows, n, weights, per_entry[:, :2])
         row_tests = np.bincount(found // width, weights=tests, minlength=n)
         return self.chi_square(plain, b, np.column_stack((scaled, row_tests)))
 

@@ -22,6 +22,11 @@ class Lazy:
     def __init__(self, pattern: str | bytes, flags: int = 0) -> None:
         self.pattern, self.flags = pattern, flags
 
+    def __reduce__(self) -> tuple[type, tuple[str | bytes, int]]:
+        # Sent to a Dask worker with the tokeniser: unpickled by its pattern, since before
+        # `pattern` is set __getattr__ would recurse looking for it.
+        return Lazy, (self.pattern, self.flags)
+
     def __getattr__(self, name: str) -> Any:
         # Reached only before the first use: the compiled pattern's methods then sit in
         # this object's __dict__, found as fast as on the pattern itself.

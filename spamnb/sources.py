@@ -18,9 +18,10 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, TypeVar
 
 LABELS = ("ham", "spam")
+T = TypeVar("T")
 
 
 class Message(NamedTuple):
@@ -38,6 +39,13 @@ class Problem(NamedTuple):
 
 
 Item = Message | Problem
+
+
+class Located(NamedTuple):
+    """A file found but not yet read (read by `read_located`, perhaps on another host)."""
+
+    path: str
+    label: str | None = None
 
 
 class SourceError(Exception):
@@ -228,7 +236,12 @@ def visible_entries(path: str) -> list[os.DirEntry[str]]:
 
 
 def read_directory(path: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
-    """Every message below a folder, sorted; maildirs read only `cur/` and `new/`.
+    """Every message below a folder, sorted; maildirs read only `cur/` and `new/` (see `message_files`)."""
+    return read_located(message_files(path, label), max_bytes)
+
+
+def message_files(path: str, label: str | None = None) -> Iterator[Located | Problem]:
+    """Every file below a folder, sorted, not yet read; maildirs give only `cur/` and `new/`.
 
     Linked folders are followed once each (a maildir's `cur/` and `new/` included), so
     a symlink loop ends and no message is read twice through one.
@@ -243,7 +256,7 @@ def read_directory(path: str, label: str | None = None, max_bytes: int | None = 
         seen.add(key)
         return True
 
-    def walk(folder: str) -> Iterator[Item]:
+    def walk(folder: str) -> Iterator[Located | Problem]:
         try:
             if not first_visit(folder):
                 return
@@ -265,9 +278,18 @@ def read_directory(path: str, label: str | None = None, max_bytes: int | None = 
             if is_dir:
                 yield from walk(entry.path)
             else:
-                yield from read_file(entry.path, label, max_bytes)
+                yield Located(entry.path, label)
 
     yield from walk(path)
+
+
+def read_located(located: Iterable[Located | Problem], max_bytes: int | None = None) -> Iterator[Item]:
+    """The messages of files found but not yet read; Problems pass through in their place."""
+    for place in located:
+        if isinstance(place, Problem):
+            yield place
+        else:
+            yield from read_file(place.path, place.label, max_bytes)
 
 
 def read_stdin(label: str | None = None, stream: BinaryIO | None = None, max_bytes: int | None = None) -> Iterator[Item]:
@@ -289,6 +311,11 @@ def read_stdin(label: str | None = None, stream: BinaryIO | None = None, max_byt
 
 def read_index(path: str, max_bytes: int | None = None) -> Iterator[Item]:
     """`LABEL PATH` lines (TREC style); paths are relative to the index file's folder."""
+    return read_located(index_files(path), max_bytes)
+
+
+def index_files(path: str) -> Iterator[Located]:
+    """The files an index names, with their labels, not yet read."""
     root = os.path.dirname(os.path.abspath(path))
     try:
         lines = open(path, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115 - closed below
@@ -302,20 +329,32 @@ def read_index(path: str, max_bytes: int | None = None) -> Iterator[Item]:
             label = fields[0].lower()
             if label not in LABELS or len(fields) < 2:
                 raise SourceError(f"{path}:{number}: expected 'spam PATH' or 'ham PATH', got {line.strip()[:60]!r}")
-            yield from read_file(os.path.join(root, fields[1].strip()), label, max_bytes)
+            yield Located(os.path.join(root, fields[1].strip()), label)
+
+
+def locate_source(src: str, label: str | None = None) -> Iterator[Located | Problem]:
+    """The files of any SRC but `-` (stdin), not yet read: for readers elsewhere (a Dask worker)."""
+    if src == "-":
+        raise SourceError("stdin (-) cannot be read here: give the message as a file")
+    if not src:
+        raise SourceError("empty path given as a source")
+    if os.path.isdir(src):
+        return message_files(src, label)
+    if not os.path.exists(src):
+        raise SourceError(f"{src}: no such file or directory")
+    return iter([Located(src, label)])
 
 
 def read_source(src: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
     """Any SRC of the command line: `-`, a maildir, a folder, an mbox or a message file."""
     if src == "-":
         return read_stdin(label, max_bytes=max_bytes)
-    if not src:
-        raise SourceError("empty path given as a source")
-    if os.path.isdir(src):
-        return read_directory(src, label, max_bytes)
-    if not os.path.exists(src):
-        raise SourceError(f"{src}: no such file or directory")
-    return read_file(src, label, max_bytes)
+    return read_located(locate_source(src, label), max_bytes)
+
+
+def locate_labelled(spam: Iterable[str], ham: Iterable[str], index: str | None = None) -> Iterator[Located | Problem]:
+    """The files of `--spam`, `--ham` and `--index`, in that order, not yet read (stdin refused)."""
+    return labelled(spam, ham, index, locate_source, index_files)
 
 
 def read_labelled(
@@ -331,10 +370,25 @@ def read_labelled(
     return itertools.chain.from_iterable(noting_empty(src, items, on_empty) for src, items in streams)
 
 
+def labelled(spam: Iterable[str], ham: Iterable[str], index: str | None, source: Callable[[str, str], Iterator[T]], listing: Callable[[str], Iterator[T]]) -> Iterator[T]:
+    """`source(SRC, label)` of each --spam then --ham SRC (checked up front), then `listing(index)`."""
+    streams = [source(src, "spam") for src in spam] + [source(src, "ham") for src in ham]
+    if index is not None:
+        if not os.path.isfile(index):
+            raise SourceError(f"{index}: no such index file")
+        streams.append(listing(index))
+    return itertools.chain.from_iterable(streams)
+
+
 def read_all(sources: Iterable[str], max_bytes: int | None = None, on_empty: Callable[[str], None] | None = None) -> Iterator[Item]:
     """Unlabelled mail of several SRC arguments, checked up front (`on_empty` as `read_labelled`'s)."""
     streams = [(src, read_source(src, max_bytes=max_bytes)) for src in sources]
     return itertools.chain.from_iterable(noting_empty(src, items, on_empty) for src, items in streams)
+
+
+def locate_all(sources: Iterable[str]) -> Iterator[Located | Problem]:
+    """The files of several SRC arguments, checked up front, not yet read (stdin refused)."""
+    return itertools.chain.from_iterable([locate_source(src) for src in sources])
 
 
 def noting_empty(src: str, items: Iterator[Item], on_empty: Callable[[str], None] | None) -> Iterator[Item]:

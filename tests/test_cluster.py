@@ -1,0 +1,198 @@
+"""`--dask`: train and classify on a Dask cluster give what they give without it.
+
+Most tests run on one in-process LocalCluster (threads, two workers) with shards of a
+few files, so the tree of merges has several levels; one runs the command line's own
+`--dask local` (worker processes).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spamnb import classifier, cluster, sources, store
+from spamnb.model import Scoring
+from spamnb.tokens import TokenSettings
+from tests.conftest import Corpus, write_files
+from tests.test_cli import assert_one_line_error, ok, run
+
+pytest.importorskip("distributed")
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
+SPAM, HAM = str(SAMPLE / "maildir" / "spam"), str(SAMPLE / "maildir" / "ham")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[object]:
+    with cluster.connect("local", 2, processes=False) as c:
+        yield c
+
+
+def fresh(event: str = "fisher") -> store.Model:
+    return store.empty_model(TokenSettings(), Scoring(event=event))
+
+
+def assert_same_model(a: store.Model, b: store.Model) -> None:
+    left, right = store.to_arrays(a), store.to_arrays(b)
+    assert left.keys() == right.keys()
+    for k in left:
+        assert np.array_equal(left[k], right[k]), k
+
+
+def learn_both(client: object, spam: list[str], ham: list[str], index: str | None = None, base: tuple[store.Model, store.Model] | None = None, forget: bool = False, shard: int = 7, jobs: int = 1):
+    local, remote = base or (fresh(), fresh())
+    want = classifier.learn(local, sources.read_labelled(spam, ham, index), forget=forget, jobs=jobs)
+    got = cluster.learn(client, remote, sources.locate_labelled(spam, ham, index), forget=forget, jobs=jobs, shard=shard)
+    assert got == want
+    assert_same_model(local, remote)
+    return local, remote
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial", "bernoulli"])
+def test_train_gives_the_same_model(client: object, event: str) -> None:
+    local, remote = fresh(event), fresh(event)
+    learn_both(client, [SPAM], [HAM], base=(local, remote), jobs=2)
+    assert local.scoring.calibration != Scoring().calibration  # fitted, and fitted alike
+
+
+def test_calibration_sample_drawn_alike(client: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fewer sample places than messages: the reservoir replaces, and the cluster keeps the same ones.
+    monkeypatch.setattr(classifier, "CALIBRATION_SAMPLE", 70)
+    local, _ = learn_both(client, [SPAM], [HAM], shard=3)
+    monkeypatch.setattr(classifier, "CALIBRATION_SAMPLE", 10_000)
+    assert local.scoring.calibration != learn_both(client, [SPAM], [HAM])[0].scoring.calibration
+
+
+def test_learn_again_moves_and_forgets_alike(client: object, tmp_path: Path) -> None:
+    models = learn_both(client, [SPAM], [])
+    # The ham folder, and the spam again learnt as ham: already known, then moved.
+    learn_both(client, [], [HAM, SPAM], base=models)
+    stray = write_files(tmp_path / "stray", [b"Subject: never learnt\n\nnothing here\n"])[0]
+    report = learn_both(client, [SPAM, str(stray)], [], base=models, forget=True)
+    assert report[0].counts.docs.tolist() == [56, 0]
+
+
+def test_problems_reported_once_in_place(client: object, corpus: Corpus, tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    write_files(folder, corpus.spam[:5])
+    (folder / "m_empty").write_bytes(b"")
+    os.mkfifo(folder / "m_fifo")
+    local, _ = learn_both(client, [str(folder), str(corpus.spam_mbox)], [str(corpus.ham_mbox)], shard=2)
+    want = list(classifier.classify(local, sources.read_all([str(folder), str(corpus.ham_mbox)])))
+    got = list(cluster.classify(client, local, sources.locate_all([str(folder), str(corpus.ham_mbox)]), shard=2))
+    assert got == want
+    assert [p.reason for p in got if isinstance(p, sources.Problem)] == ["empty file", sources.NOT_REGULAR]
+
+
+def test_classify_same_results_in_order(client: object) -> None:
+    model, _ = learn_both(client, [SPAM], [HAM])
+    srcs = [str(SAMPLE / "spam.mbox"), str(SAMPLE / "ham.mbox"), HAM]
+    want = list(classifier.classify(model, sources.read_all(srcs)))
+    got = list(cluster.classify(client, model, sources.locate_all(srcs), shard=1))
+    assert got == want
+    assert got[0].id == f"{SAMPLE / 'spam.mbox'}:1"
+
+
+def test_tree_reduce_keeps_order_and_merges_pairs(client: object) -> None:
+    seen: list[int] = []
+
+    def merge(a: list[int], b: list[int]) -> list[int]:
+        seen.append(2)
+        return a + b
+
+    for n in range(0, 10):
+        reduce = cluster.TreeReduce(client, merge)
+        for i in range(n):
+            reduce.push(client.submit(lambda i=i: [i]))
+        assert reduce.result() == (list(range(n)) if n else None)
+
+
+def test_cli_dask_local_writes_the_same_file(tmp_path: Path) -> None:
+    plain, dask = tmp_path / "plain.npz", tmp_path / "dask.npz"
+    ok("train", "-m", plain, "--spam", SPAM, "--ham", HAM, "--jobs", "2")
+    ok("train", "-m", dask, "--spam", SPAM, "--ham", HAM, "--jobs", "2", "--dask", "local")
+    assert plain.read_bytes() == dask.read_bytes()
+
+
+@pytest.mark.parametrize("args", [["train", "--spam", "-"], ["classify"], ["classify", SPAM, "-"]])
+def test_stdin_refused(tmp_path: Path, args: list[str]) -> None:
+    result = run(args[0], "-m", tmp_path / "m.npz", *args[1:], "--dask", "local", stdin=b"Subject: x\n\nx\n")
+    assert_one_line_error(result, "stdin")
+
+
+def test_pipe_does_not_go_with_dask_and_passes_the_mail(tmp_path: Path) -> None:
+    mail = b"Subject: x\n\nx\n"
+    result = run("classify", "-m", tmp_path / "m.npz", "--pipe", "--dask", "local", stdin=mail)
+    assert result.exit_code == 3 and result.stdout_bytes == mail
+    assert "--dask" in result.stderr
+
+
+def test_without_dask_one_line_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    result = run("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--dask", "local")
+    assert_one_line_error(result, "pip install 'spamnb[dask]'")
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_unreachable_scheduler_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", "0.5s")
+    ok("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--jobs", "1")
+    result = run("classify", "-m", tmp_path / "m.npz", SPAM, "--dask", "tcp://127.0.0.1:9")
+    assert_one_line_error(result, "tcp://127.0.0.1:9")
+
+
+def test_nothing_imports_dask_unless_asked(tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom spamnb.entry import main\n"
+        f"sys.argv = ['spamnb', '-q', 'train', '-m', {str(tmp_path / 'm.npz')!r}, '--spam', {SPAM!r}, '--ham', {HAM!r}, '--jobs', '1']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_message_scores_the_same_in_any_chunk() -> None:
+    # The cluster cuts the mail into other chunks than the local pool: each message's
+    # floats must not depend on its neighbours (Fisher's chi-square sums; unknown tokens).
+    model = fresh()
+    classifier.learn(model, list(sources.read_labelled([SPAM], [HAM]))[::3])
+    step = classifier.Score.of(model)
+    datas = [m.data for m in sources.read_all([SPAM, HAM]) if isinstance(m, sources.Message)]
+    together = classifier.score_chunk(step, datas)
+    reversed_ = classifier.score_chunk(step, datas[::-1])[::-1]
+    alone = np.concatenate([classifier.score_chunk(step, [d]) for d in datas])
+    assert together.tolist() == alone.tolist() == reversed_.tolist()
+
+
+@pytest.mark.parametrize("train_size", [None, 40])
+def test_eval_folds_score_alike(client: object, train_size: int | None) -> None:
+    index = str(SAMPLE / "index")
+    want = classifier.cross_validate(sources.read_labelled([], [], index), 5, TokenSettings(), Scoring(), jobs=2, train_size=train_size)
+    data = cluster.tokenise_labelled(client, sources.locate_labelled([], [], index), TokenSettings(), jobs=2, shard=9)
+    assert classifier.folds_scored(data, 5, Scoring(), train_size=train_size) == want
+
+
+def test_cli_eval_with_a_model_same_figures(tmp_path: Path) -> None:
+    model = tmp_path / "m.npz"
+    ok("train", "-m", model, "--spam", SPAM, "--ham", HAM, "--jobs", "1")
+    args = ["eval", "-m", model, "--index", SAMPLE / "index", "--json", "--jobs", "1"]
+    assert ok(*args, "--dask", "local").stdout == ok(*args).stdout
+
+
+def test_mail_changed_between_the_passes_is_an_error(tmp_path: Path, corpus: Corpus) -> None:
+    files = write_files(tmp_path / "m", corpus.spam[:2])
+    [part] = cluster.shards(sources.locate_source(str(tmp_path / "m"), "spam"))
+    keyed = cluster.shard_keys(part, 1 << 20)
+    plan = cluster.Plan([0, 1], [k for _, k, _, _ in keyed], [0, 1], [1, 1], [1, 1])
+    model = fresh()
+    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring.event_model()), 256, model.tokens.max_bytes)
+    assert len(cluster.shard_counts(part, plan, 0, [], work).tokens) > 0
+    files[1].write_bytes(corpus.spam[1] + b"\nedited\n")
+    with pytest.raises(cluster.ClusterError, match="changed while training"):
+        cluster.shard_counts(part, plan, 0, [], work)
