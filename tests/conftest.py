@@ -18,6 +18,7 @@ import scipy.sparse
 from click.testing import CliRunner, Result
 
 from spamnb import nb
+from spamnb.classifier import counts_of as counts_of_rows
 from spamnb.events import Bernoulli, Linear
 from spamnb.features import Rows
 from spamnb.sources import Message
@@ -195,9 +196,7 @@ def rows_of(X: Any, fields: np.ndarray | None = None) -> Rows:
 
 def counts_of(X: Any, y: np.ndarray) -> nb.Counts:
     """The counts of the rows of a count matrix X with classes y."""
-    counts = nb.Counts.empty(X.shape[1])
-    counts.add(rows_of(X), y)
-    return counts
+    return counts_of_rows(rows_of(X), y, X.shape[1])
 
 
 def log_odds(model: nb.EventModel, counts: nb.Counts, X: Any, least: int | None = None) -> np.ndarray:
