@@ -203,7 +203,8 @@ def main() -> None:
             workers = sorted((rss for pid, (cmd, rss) in peaks.items() if role(pid, cmd, client) == "worker"), reverse=True)
             print(f"{name}: {wall:.0f} s wall, {args.messages / wall:,.0f} msgs/s; peak RSS client {mb(peaks[client][1])}, "
                   f"workers {', '.join(mb(w) for w in workers) or 'none'}; load average {os.getloadavg()[0]:.2f}")
-            print("   ", err.strip().splitlines()[-1])
+            if err.strip():
+                print("   ", err.strip().splitlines()[-1])
         same = all(filecmp.cmp(m, models[0], shallow=False) for m in models[1:])
         info = store.load(models[0])
         print(f"model: {os.path.getsize(models[0]):,} bytes, {len(info.vocab):,} tokens; the three model files identical: {same}")
