@@ -12,7 +12,7 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml setup.py spamnb/_ctokens.c
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[test,dask]'
+	$(BIN)/pip install -q -e '.[test,dask]' --config-settings editable_mode=compat
 	touch $@
 
 demo: install

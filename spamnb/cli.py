@@ -190,7 +190,7 @@ def cutoff_options(fn: F) -> F:
     )(fn)
     fn = click.option(
         "--spam-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
-        help="Spam when P(spam) >= P. [default: the model's, else 0.95]",
+        help="Spam when P(spam) >= P (and above the model's ham-loss floor: see inspect). [default: the model's, else 0.95]",
     )(fn)
     return fn
 

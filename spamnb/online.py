@@ -129,14 +129,14 @@ def run(
 
 def lam_percent(scored: list[Scored]) -> float:
     """TREC's logistic average misclassification, in percent: the mean in log-odds of the
-    share of ham flagged and the share of spam not flagged (a share of 0 taken as half a
-    message, so that the mean stays finite)."""
+    share of ham flagged and the share of spam not flagged (a share of 0 or of all taken
+    half a message from it, so that the mean stays finite)."""
     ham = [s for s in scored if s.label == "ham"]
     spam = [s for s in scored if s.label == "spam"]
     if not ham or not spam:
         return math.nan
-    ham_lost = sum(s.verdict == "spam" for s in ham) or 0.5
-    spam_missed = sum(s.verdict != "spam" for s in spam) or 0.5
+    ham_lost = min(max(sum(s.verdict == "spam" for s in ham), 0.5), len(ham) - 0.5)
+    spam_missed = min(max(sum(s.verdict != "spam" for s in spam), 0.5), len(spam) - 0.5)
 
     def logit(x: float) -> float:
         return math.log(x / (1 - x))

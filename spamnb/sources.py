@@ -235,11 +235,6 @@ def visible_entries(path: str) -> list[os.DirEntry[str]]:
         return sorted((e for e in entries if not e.name.startswith(".")), key=lambda e: e.name)
 
 
-def read_directory(path: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
-    """Every message below a folder, sorted; maildirs read only `cur/` and `new/` (see `message_files`)."""
-    return read_located(message_files(path, label), max_bytes)
-
-
 def message_files(path: str, label: str | None = None) -> Iterator[Located | Problem]:
     """Every file below a folder, sorted, not yet read; maildirs give only `cur/` and `new/`.
 

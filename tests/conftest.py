@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse
+from click.testing import CliRunner, Result
 
 from spamnb import nb
+from spamnb.classifier import counts_of as counts_of_rows
 from spamnb.events import Bernoulli, Linear
 from spamnb.features import Rows
 from spamnb.sources import Message
@@ -194,9 +196,7 @@ def rows_of(X: Any, fields: np.ndarray | None = None) -> Rows:
 
 def counts_of(X: Any, y: np.ndarray) -> nb.Counts:
     """The counts of the rows of a count matrix X with classes y."""
-    counts = nb.Counts.empty(X.shape[1])
-    counts.add(rows_of(X), y)
-    return counts
+    return counts_of_rows(rows_of(X), y, X.shape[1])
 
 
 def log_odds(model: nb.EventModel, counts: nb.Counts, X: Any, least: int | None = None) -> np.ndarray:
@@ -234,3 +234,11 @@ def use_scanner(name: str) -> Iterator[str]:
         yield name
     finally:
         tokens.SCANNER = saved
+
+
+def run_cli(*args: str | Path, stdin: bytes | None = None, **options: Any) -> Result:
+    """The one way tests run the command line in process: click's runner over `spamnb ARGS`
+    (pass -q where the summary lines are not asserted), stdin as given."""
+    from spamnb.cli import cli
+
+    return CliRunner().invoke(cli, [*map(str, args)], input=stdin, **options)

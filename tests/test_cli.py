@@ -6,12 +6,11 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from spamnb import store
-from spamnb.cli import cli
 from spamnb.tokens import Tokenizer
-from tests.conftest import HAM_WORDS, SPAM_WORDS, Corpus, make_mail, write_files, write_maildir, write_mbox
+from tests.conftest import HAM_WORDS, SPAM_WORDS, Corpus, make_mail, run_cli, write_files, write_maildir, write_mbox
 
 
 @pytest.fixture(autouse=True)
@@ -22,13 +21,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    # No -q: it would silence the summary lines asserted here (CliRunner draws no progress bar).
-    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
-
-
 def ok(*args: str | Path, stdin: bytes | None = None) -> Result:
-    result = run(*args, stdin=stdin)
+    result = run_cli(*args, stdin=stdin)
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     return result
 
@@ -138,7 +132,7 @@ def test_inspect_a_model_of_one_class(tmp_path: Path, corpus: Corpus) -> None:
 
 def test_forgetting_what_was_never_learnt_exits_1(model: Path) -> None:
     [path] = write_files(model.parent / "new", [make_mail("never", "seen before")])
-    result = run("train", "-m", model, "--forget", "--spam", path)
+    result = run_cli("train", "-m", model, "--forget", "--spam", path)
     assert result.exit_code == 1
     assert f"{path}: never learnt" in result.stderr
 
@@ -182,7 +176,7 @@ def test_classify_reports_unreadable_messages_and_goes_on(model: Path, tmp_path:
     folder = tmp_path / "mixed"
     [good] = write_files(folder, [make_mail("lunch", "meeting agenda")])
     (folder / "empty.eml").write_bytes(b"")
-    result = run("classify", "-m", model, "--json", folder)
+    result = run_cli("classify", "-m", model, "--json", folder)
     assert result.exit_code == 1
     assert [r["id"] for r in json_lines(result)] == [str(good)]
     assert result.stderr == f"spamnb: {folder / 'empty.eml'}: empty file\n"
@@ -280,7 +274,7 @@ def test_eval_table_output(corpus: Corpus) -> None:
 def test_fail_under_names_the_metric_it_misses(corpus: Corpus) -> None:
     args = ("eval", "--index", corpus.index, "--folds", "3", "--json")
     ok(*args, "--fail-under", "auc=0.5", "--fail-under", "accuracy=0.5")
-    result = run(*args, "--fail-under", "auc=1.01", "--fail-under", "accuracy=0.5")
+    result = run_cli(*args, "--fail-under", "auc=1.01", "--fail-under", "accuracy=0.5")
     assert result.exit_code == 1
     assert json.loads(result.stdout)["auc"] <= 1.0
     [line] = result.stderr.splitlines()
@@ -288,7 +282,7 @@ def test_fail_under_names_the_metric_it_misses(corpus: Corpus) -> None:
 
 
 def test_fail_under_unknown_metric_is_one_line(corpus: Corpus) -> None:
-    assert_one_line_error(run("eval", "--index", corpus.index, "--folds", "2", "--fail-under", "foo=1"), "foo")
+    assert_one_line_error(run_cli("eval", "--index", corpus.index, "--folds", "2", "--fail-under", "foo=1"), "foo")
 
 
 # --- errors --------------------------------------------------------------------------
@@ -296,45 +290,45 @@ def test_fail_under_unknown_metric_is_one_line(corpus: Corpus) -> None:
 
 def test_missing_model(tmp_path: Path, corpus: Corpus) -> None:
     missing = tmp_path / "none.npz"
-    assert_one_line_error(run("classify", "-m", missing, corpus.spam_mbox), str(missing))
-    assert_one_line_error(run("inspect", "-m", missing), str(missing))
-    assert_one_line_error(run("eval", "-m", missing, "--spam", corpus.spam_mbox), str(missing))
-    assert_one_line_error(run("train", "-m", missing, "--forget", "--spam", corpus.spam_mbox), str(missing))
+    assert_one_line_error(run_cli("classify", "-m", missing, corpus.spam_mbox), str(missing))
+    assert_one_line_error(run_cli("inspect", "-m", missing), str(missing))
+    assert_one_line_error(run_cli("eval", "-m", missing, "--spam", corpus.spam_mbox), str(missing))
+    assert_one_line_error(run_cli("train", "-m", missing, "--forget", "--spam", corpus.spam_mbox), str(missing))
 
 
 def test_damaged_model(tmp_path: Path, corpus: Corpus) -> None:
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a model at all")
-    assert_one_line_error(run("classify", "-m", bad, corpus.spam_mbox), str(bad))
-    assert_one_line_error(run("train", "-m", bad, "--spam", corpus.spam_mbox), str(bad))
+    assert_one_line_error(run_cli("classify", "-m", bad, corpus.spam_mbox), str(bad))
+    assert_one_line_error(run_cli("train", "-m", bad, "--spam", corpus.spam_mbox), str(bad))
 
 
 def test_missing_source(model: Path, tmp_path: Path, corpus: Corpus) -> None:
     missing = tmp_path / "nowhere"
-    assert_one_line_error(run("classify", "-m", model, corpus.spam_mbox, missing), str(missing))
-    assert_one_line_error(run("train", "-m", model, "--spam", missing), str(missing))
-    assert_one_line_error(run("eval", "--ham", corpus.ham_mbox, "--spam", missing), str(missing))
-    assert_one_line_error(run("eval", "--index", missing), str(missing))
+    assert_one_line_error(run_cli("classify", "-m", model, corpus.spam_mbox, missing), str(missing))
+    assert_one_line_error(run_cli("train", "-m", model, "--spam", missing), str(missing))
+    assert_one_line_error(run_cli("eval", "--ham", corpus.ham_mbox, "--spam", missing), str(missing))
+    assert_one_line_error(run_cli("eval", "--index", missing), str(missing))
 
 
 def test_bad_index_line(model: Path, tmp_path: Path, corpus: Corpus) -> None:
     index = tmp_path / "labelled" / "bad-index"
     index.write_text("spam spam/msg000.eml\nmaybe spam/msg001.eml\n")
     before = inspect_json(model)
-    assert_one_line_error(run("train", "-m", model, "--index", index), f"{index}:2")
+    assert_one_line_error(run_cli("train", "-m", model, "--index", index), f"{index}:2")
     assert inspect_json(model) == before  # nothing half-learnt was saved
-    assert_one_line_error(run("eval", "--index", index), f"{index}:2")
+    assert_one_line_error(run_cli("eval", "--index", index), f"{index}:2")
 
 
 def test_model_trained_on_one_class(tmp_path: Path, corpus: Corpus) -> None:
     one = tmp_path / "one.npz"
     ok("train", "-m", one, "--spam", corpus.spam_mbox)
-    assert_one_line_error(run("classify", "-m", one, corpus.ham_mbox), "no ham")
-    assert_one_line_error(run("eval", "--spam", corpus.spam_mbox, "--folds", "2"), "no ham")
+    assert_one_line_error(run_cli("classify", "-m", one, corpus.ham_mbox), "no ham")
+    assert_one_line_error(run_cli("eval", "--spam", corpus.spam_mbox, "--folds", "2"), "no ham")
 
 
 def test_changing_tokeniser_settings_of_a_trained_model(model: Path, corpus: Corpus) -> None:
-    result = run("train", "-m", model, "--ngram", "2", "--spam", corpus.spam_mbox)
+    result = run_cli("train", "-m", model, "--ngram", "2", "--spam", corpus.spam_mbox)
     assert_one_line_error(result, "tokeniser settings")
     assert result.exit_code == 2
 
@@ -342,7 +336,7 @@ def test_changing_tokeniser_settings_of_a_trained_model(model: Path, corpus: Cor
 def test_nothing_to_evaluate(tmp_path: Path) -> None:
     empty = tmp_path / "empty-dir"
     empty.mkdir()
-    assert_one_line_error(run("eval", "--spam", empty, "--folds", "2"))
+    assert_one_line_error(run_cli("eval", "--spam", empty, "--folds", "2"))
 
 
 @pytest.mark.parametrize(
@@ -360,7 +354,7 @@ def test_nothing_to_evaluate(tmp_path: Path) -> None:
     ids=["unknown-option", "option-of-another-command", "bad-int", "train-size-with-model", "train-size-below-two", "bar-without-value", "no-labelled-mail", "top-zero"],
 )
 def test_bad_options_are_one_line_errors(args: tuple[str, ...]) -> None:
-    assert_one_line_error(run(*args))
+    assert_one_line_error(run_cli(*args))
 
 
 def test_maildir_tmp_is_never_classified(model: Path, tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import pytest
 from spamnb import classifier, cluster, sources, store
 from spamnb.model import Scoring
 from spamnb.tokens import TokenSettings
-from tests.conftest import Corpus, write_files
-from tests.test_cli import assert_one_line_error, ok, run
+from tests.conftest import Corpus, run_cli, write_files
+from tests.test_cli import assert_one_line_error, ok
 
 pytest.importorskip("distributed")
 
@@ -121,20 +121,20 @@ def test_cli_dask_local_writes_the_same_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args", [["train", "--spam", "-"], ["classify"], ["classify", SPAM, "-"]])
 def test_stdin_refused(tmp_path: Path, args: list[str]) -> None:
-    result = run(args[0], "-m", tmp_path / "m.npz", *args[1:], "--dask", "local", stdin=b"Subject: x\n\nx\n")
+    result = run_cli(args[0], "-m", tmp_path / "m.npz", *args[1:], "--dask", "local", stdin=b"Subject: x\n\nx\n")
     assert_one_line_error(result, "stdin")
 
 
 def test_pipe_does_not_go_with_dask_and_passes_the_mail(tmp_path: Path) -> None:
     mail = b"Subject: x\n\nx\n"
-    result = run("classify", "-m", tmp_path / "m.npz", "--pipe", "--dask", "local", stdin=mail)
+    result = run_cli("classify", "-m", tmp_path / "m.npz", "--pipe", "--dask", "local", stdin=mail)
     assert result.exit_code == 3 and result.stdout_bytes == mail
     assert "--dask" in result.stderr
 
 
 def test_without_dask_one_line_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)
-    result = run("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--dask", "local")
+    result = run_cli("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--dask", "local")
     assert_one_line_error(result, "pip install 'spamnb[dask]'")
     assert not (tmp_path / "m.npz").exists()
 
@@ -142,7 +142,7 @@ def test_without_dask_one_line_says_how_to_install(tmp_path: Path, monkeypatch: 
 def test_unreachable_scheduler_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", "0.5s")
     ok("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--jobs", "1")
-    result = run("classify", "-m", tmp_path / "m.npz", SPAM, "--dask", "tcp://127.0.0.1:9")
+    result = run_cli("classify", "-m", tmp_path / "m.npz", SPAM, "--dask", "tcp://127.0.0.1:9")
     assert_one_line_error(result, "tcp://127.0.0.1:9")
 
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
 
 from spamnb import headers, store
-from spamnb.cli import cli
-from tests.conftest import make_mail, mboxrd
+from tests.conftest import make_mail, mboxrd, run_cli
 
 DELIVERED = (
     b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
@@ -21,19 +19,15 @@ DELIVERED = (
 )
 
 
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
-
-
 def test_a_delivered_copy_is_the_message_from_the_source_mbox(tmp_path: Path) -> None:
     message = make_mail("cheap pills", "buy cheap pills now", headers=[("Received", "from origin.example.com by relay.example.net")])
     (tmp_path / "source.mbox").write_bytes(mboxrd([message]))
     (tmp_path / "delivered.eml").write_bytes(DELIVERED + message)
     model = tmp_path / "m.npz"
-    first = run("train", "-m", model, "--spam", tmp_path / "source.mbox")
+    first = run_cli("train", "-m", model, "--spam", tmp_path / "source.mbox")
     assert "learnt 1," in first.stderr
     for again in (["--spam", tmp_path / "delivered.eml"], ["--spam", "-"]):
-        done = run("train", "-m", model, *again, stdin=DELIVERED + message)
+        done = run_cli("train", "-m", model, *again, stdin=DELIVERED + message)
         assert "learnt 0, moved 0, already known 1" in done.stderr, done.stderr
     assert store.load(str(model)).counts.docs.tolist() == [0, 1]
 
@@ -42,16 +36,16 @@ def test_digests_of_older_models_are_still_recognised(tmp_path: Path) -> None:
     message = DELIVERED + make_mail("agenda", "the meeting agenda for tuesday")
     (tmp_path / "m.eml").write_bytes(message)
     model_path = tmp_path / "m.npz"
-    assert run("train", "-q", "-m", model_path, "--ham", tmp_path / "m.eml").exit_code == 0
+    assert run_cli("train", "-q", "-m", model_path, "--ham", tmp_path / "m.eml").exit_code == 0
     # as a model trained before the transport fields were left out holds it
     model = store.load(str(model_path), growable=True)
     model.learnt = {headers.legacy_digest(message, model.tokens.max_bytes): 0}
     store.save(model, str(model_path))
-    done = run("train", "-m", model_path, "--ham", tmp_path / "m.eml")
+    done = run_cli("train", "-m", model_path, "--ham", tmp_path / "m.eml")
     assert "learnt 0, moved 0, already known 1" in done.stderr, done.stderr
-    moved = run("train", "-m", model_path, "--spam", tmp_path / "m.eml")
+    moved = run_cli("train", "-m", model_path, "--spam", tmp_path / "m.eml")
     assert "learnt 0, moved 1" in moved.stderr
-    assert run("train", "-m", model_path, "--forget", "--spam", tmp_path / "m.eml").exit_code == 0
+    assert run_cli("train", "-m", model_path, "--forget", "--spam", tmp_path / "m.eml").exit_code == 0
     assert store.load(str(model_path)).counts.docs.tolist() == [0, 0]
 
 

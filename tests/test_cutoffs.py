@@ -8,17 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from spamnb.cli import cli
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
 SPAMNB = Path(sys.executable).parent / "spamnb"
-
-
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
 
 
 def verdict(score: float, spam: float, ham: float, floor: float = 0.0) -> str:
@@ -27,7 +22,7 @@ def verdict(score: float, spam: float, ham: float, floor: float = 0.0) -> str:
 
 
 def floor_of(model: Path) -> float:
-    return json.loads(run("inspect", "-m", model, "--json").stdout)["scoring"]["spam_floor"]
+    return json.loads(run_cli("inspect", "-m", model, "--json").stdout)["scoring"]["spam_floor"]
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +42,19 @@ def halves(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def model(halves: Path) -> Path:
     """Half the sample learnt (calibrated: 20 or more of each) with cut-offs of its own."""
     path = halves / "model.npz"
-    done = run("train", "-m", path, "--spam", halves / "spam", "--ham", halves / "ham", "--spam-cutoff", "0.7", "--ham-cutoff", "0.3")
+    done = run_cli("train", "-m", path, "--spam", halves / "spam", "--ham", halves / "ham", "--spam-cutoff", "0.7", "--ham-cutoff", "0.3")
     assert done.exit_code == 0, done.stderr
     return path
 
 
 def scored(model: Path, *options: str) -> list[dict]:
-    done = run("classify", "-m", model, "--json", *options, model.parent / "test")
+    done = run_cli("classify", "-m", model, "--json", *options, model.parent / "test")
     assert done.exit_code == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 def test_train_stores_the_cutoffs_and_classify_uses_them(model: Path) -> None:
-    info = json.loads(run("inspect", "-m", model, "--json").stdout)
+    info = json.loads(run_cli("inspect", "-m", model, "--json").stdout)
     assert (info["scoring"]["spam_cutoff"], info["scoring"]["ham_cutoff"]) == (0.7, 0.3)
     rows = scored(model)
     assert {r["verdict"] for r in rows} >= {"spam", "ham"}
@@ -72,7 +67,7 @@ def test_classify_cutoffs_hold_for_one_run_only(model: Path) -> None:
     assert all(r["verdict"] == verdict(r["score"], 0.55, 0.45, floor) for r in rows)
     # a score between the two settings proves the options changed a verdict
     assert any(verdict(r["score"], 0.55, 0.45, floor) != verdict(r["score"], 0.7, 0.3, floor) for r in rows)
-    info = json.loads(run("inspect", "-m", model, "--json").stdout)
+    info = json.loads(run_cli("inspect", "-m", model, "--json").stdout)
     assert (info["scoring"]["spam_cutoff"], info["scoring"]["ham_cutoff"]) == (0.7, 0.3)
     assert all(r["verdict"] == verdict(r["score"], 0.7, 0.3, floor) for r in scored(model))
 
@@ -86,7 +81,7 @@ def test_pipe_takes_the_cutoffs(model: Path, click_path: bool) -> None:
     for spam_cutoff, expected in ((score - 0.001, "spam"), (score + 0.001, "unsure")):
         args = ["classify", "--pipe", "-m", str(model), "--spam-cutoff", f"{spam_cutoff:.6f}", "--ham-cutoff", "0.01"]
         if click_path:
-            done = run(*args, stdin=message)
+            done = run_cli(*args, stdin=message)
             out, code = done.stdout_bytes, done.exit_code
         else:  # the console script's fast path, without click
             proc = subprocess.run([str(SPAMNB), *args], input=message, capture_output=True, timeout=60)
@@ -109,7 +104,7 @@ def test_pipe_takes_the_cutoffs(model: Path, click_path: bool) -> None:
 def test_bad_cutoffs_are_one_line_usage_errors(model: Path, options: tuple[str, ...]) -> None:
     for command in (["classify", "-m", str(model), str(model.parent / "test")], ["train", "-m", str(model), "--spam", str(model.parent / "test")]):
         before = model.read_bytes()
-        done = run(*command, *options)
+        done = run_cli(*command, *options)
         assert done.exit_code == 2, (command, done.stderr)
         lines = done.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("spamnb: error: "), done.stderr
@@ -129,7 +124,7 @@ def test_bad_cutoffs_in_the_pipe_pass_the_message_through(model: Path) -> None:
 
 def test_eval_shows_both_sides_of_the_sweep() -> None:
     index = SAMPLE / "index"
-    done = run("eval", "--index", index, "--folds", "2", "--json", "--spam-cutoff", "0.85", "--ham-cutoff", "0.15")
+    done = run_cli("eval", "--index", index, "--folds", "2", "--json", "--spam-cutoff", "0.85", "--ham-cutoff", "0.15")
     assert done.exit_code == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["spam_cutoff"], result["ham_cutoff"]) == (0.85, 0.15)
@@ -141,5 +136,5 @@ def test_eval_shows_both_sides_of_the_sweep() -> None:
     # more ham passes as the ham cut-off rises, and more spam slips through with it
     assert [r["ham_not_passed"] for r in ham_side] == sorted((r["ham_not_passed"] for r in ham_side), reverse=True)
     assert [r["spam_passed_as_ham"] for r in ham_side] == sorted(r["spam_passed_as_ham"] for r in ham_side)
-    table = run("eval", "--index", index, "--folds", "2", "--ham-cutoff", "0.15")
+    table = run_cli("eval", "--index", index, "--folds", "2", "--ham-cutoff", "0.15")
     assert "ham side" in table.stdout and "spam side" in table.stdout and "0.15 (in use)" in table.stdout

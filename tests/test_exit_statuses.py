@@ -12,18 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from spamnb.cli import cli
-from tests.conftest import make_mail, mboxrd
+from tests.conftest import make_mail, mboxrd, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
 SPAMNB = Path(sys.executable).parent / "spamnb"
-
-
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
 
 
 def one_line_error(done: Result, code: int, *needles: str) -> str:
@@ -38,7 +33,7 @@ def one_line_error(done: Result, code: int, *needles: str) -> str:
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("exits") / "model.npz"
-    done = run("-q", "train", "-m", path, "--spam", SAMPLE / "maildir/spam", "--ham", SAMPLE / "maildir/ham")
+    done = run_cli("-q", "train", "-m", path, "--spam", SAMPLE / "maildir/spam", "--ham", SAMPLE / "maildir/ham")
     assert done.exit_code == 0, done.stderr
     return path
 
@@ -46,17 +41,17 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_quiet_after_the_subcommand_silences_train(tmp_path: Path) -> None:
     for args in (["-q", "train"], ["train", "-q"], ["train", "--quiet"]):
         path = tmp_path / f"{len(args[0])}.npz"
-        done = run(*args, "-m", path, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox")
+        done = run_cli(*args, "-m", path, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox")
         assert (done.exit_code, done.stderr) == (0, ""), (args, done.stderr)
         assert path.exists()
-    loud = run("train", "-m", tmp_path / "loud.npz", "--spam", SAMPLE / "spam.mbox")
+    loud = run_cli("train", "-m", tmp_path / "loud.npz", "--spam", SAMPLE / "spam.mbox")
     assert re.search(r"learnt \d+, moved 0, already known 0; model holds \d+ spam", loud.stderr)
 
 
 def test_quiet_goes_after_every_subcommand(model: Path) -> None:
-    assert run("classify", "-q", "-m", model, SAMPLE / "spam.mbox").exit_code == 0
-    assert run("inspect", "-m", model, "-q").exit_code == 0
-    assert run("eval", "-q", "--index", SAMPLE / "index", "--folds", "2", "--json").exit_code == 0
+    assert run_cli("classify", "-q", "-m", model, SAMPLE / "spam.mbox").exit_code == 0
+    assert run_cli("inspect", "-m", model, "-q").exit_code == 0
+    assert run_cli("eval", "-q", "--index", SAMPLE / "index", "--folds", "2", "--json").exit_code == 0
     # and the pipe's fast path reads it there too (the message is scored, not refused)
     message = (SAMPLE / "maildir/spam/cur").iterdir().__next__().read_bytes()
     proc = subprocess.run([str(SPAMNB), "classify", "-q", "--pipe", "-m", str(model)], input=message, capture_output=True, timeout=60)
@@ -74,16 +69,16 @@ def test_quiet_goes_after_every_subcommand(model: Path) -> None:
     ],
 )
 def test_usage_errors_exit_2(args: list[str], needle: str) -> None:
-    one_line_error(run(*args), 2, needle)
+    one_line_error(run_cli(*args), 2, needle)
 
 
 def test_fail_over_bounds_a_lower_is_better_metric() -> None:
     base = ["eval", "--index", SAMPLE / "index", "--folds", "2", "--json"]
-    result = json.loads(run(*base).stdout)
+    result = json.loads(run_cli(*base).stdout)
     fnr = result["false_negative_rate"]
     assert fnr > 0  # the sample's small folds leave spam unsure
-    assert run(*base, "--fail-over", f"false_negative_rate={fnr}").exit_code == 0
-    failing = run(*base, "--fail-over", f"false_negative_rate={fnr / 2}", "--fail-under", "auc=0")
+    assert run_cli(*base, "--fail-over", f"false_negative_rate={fnr}").exit_code == 0
+    failing = run_cli(*base, "--fail-over", f"false_negative_rate={fnr / 2}", "--fail-under", "auc=0")
     assert failing.exit_code == 1
     assert failing.stderr.splitlines() == [f"spamnb: fail: false_negative_rate = {fnr:.6g} is over the ceiling {fnr / 2:g}"]
 
@@ -99,9 +94,9 @@ def test_a_mailbox_given_as_the_model_is_named_for_what_it_is(tmp_path: Path) ->
     archive = tmp_path / "archive.mbox"  # a copy: train takes its lock beside the file it is given
     archive.write_bytes((SAMPLE / "spam.mbox").read_bytes())
     for command in (["classify", SAMPLE / "ham.mbox"], ["inspect"], ["train", "--spam", SAMPLE / "spam.mbox"]):
-        line = one_line_error(run(command[0], "-m", archive, *command[1:]), 3, "not a spamnb model", "it holds mail")
+        line = one_line_error(run_cli(command[0], "-m", archive, *command[1:]), 3, "not a spamnb model", "it holds mail")
         assert "pickle" not in line
-    one_line_error(run("inspect", "-m", SAMPLE / "maildir/spam"), 3, "not a spamnb model (not a regular file)")
+    one_line_error(run_cli("inspect", "-m", SAMPLE / "maildir/spam"), 3, "not a spamnb model (not a regular file)")
     # the pipe too: the message passes through, one line says why
     message = make_mail()
     proc = subprocess.run([str(SPAMNB), "classify", "--pipe", "-m", str(archive)], input=message, capture_output=True, timeout=60)
@@ -113,11 +108,11 @@ def test_switching_the_event_model_is_refused(model: Path, tmp_path: Path) -> No
     copy = tmp_path / "model.npz"
     copy.write_bytes(model.read_bytes())
     for option in (["--event", "multinomial"], ["--alpha", "0.5"]):
-        done = run("train", "-m", copy, "--spam", SAMPLE / "spam.mbox", *option)
+        done = run_cli("train", "-m", copy, "--spam", SAMPLE / "spam.mbox", *option)
         one_line_error(done, 2, "--event fisher --alpha 0.01", "train a new model")
         assert copy.read_bytes() == model.read_bytes()
     # naming the settings it already has is no change
-    assert run("-q", "train", "-m", copy, "--spam", SAMPLE / "spam.mbox", "--event", "fisher", "--alpha", "0.01").exit_code == 0
+    assert run_cli("-q", "train", "-m", copy, "--spam", SAMPLE / "spam.mbox", "--event", "fisher", "--alpha", "0.01").exit_code == 0
 
 
 def wait_until_sleeping(pid: int) -> None:

@@ -10,18 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 from spamnb import store
-from spamnb.cli import cli
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
 SPAMNB = Path(sys.executable).parent / "spamnb"
-
-
-def run(*args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, [*map(str, args)], input=stdin)
 
 
 @pytest.fixture()
@@ -34,7 +29,7 @@ def mail(tmp_path: Path) -> Path:
 
 def test_a_folder_inside_the_other_class_is_refused(mail: Path, tmp_path: Path) -> None:
     model = tmp_path / "model.npz"
-    done = run("train", "-m", model, "--ham", mail, "--spam", mail / "Spam")
+    done = run_cli("train", "-m", model, "--ham", mail, "--spam", mail / "Spam")
     assert done.exit_code == 2, done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("spamnb: error: ") and "Spam" in line and "both" in line
@@ -57,7 +52,7 @@ def test_an_empty_class_is_warned_of_in_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "Spam"
     for sub in ("cur", "new", "tmp"):
         (empty / sub).mkdir(parents=True)
-    done = run("train", "-q", "-m", tmp_path / "m.npz", "--spam", empty, "--ham", SAMPLE / "ham.mbox")
+    done = run_cli("train", "-q", "-m", tmp_path / "m.npz", "--spam", empty, "--ham", SAMPLE / "ham.mbox")
     assert done.exit_code == 0
     assert done.stderr.splitlines() == [
         f"spamnb: warning: {empty}: no mail in it",
@@ -67,27 +62,27 @@ def test_an_empty_class_is_warned_of_in_one_line(tmp_path: Path) -> None:
 
 def test_classifying_an_empty_folder_says_so(tmp_path: Path) -> None:
     model = tmp_path / "m.npz"
-    assert run("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
+    assert run_cli("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
     (tmp_path / "empty").mkdir()
-    done = run("classify", "-m", model, tmp_path / "empty")
+    done = run_cli("classify", "-m", model, tmp_path / "empty")
     assert (done.exit_code, done.stdout) == (0, "")
     assert done.stderr == f"spamnb: warning: {tmp_path / 'empty'}: no mail in it\n"
 
 
 def test_dry_run_reports_and_changes_nothing(mail: Path, tmp_path: Path) -> None:
     model = tmp_path / "m.npz"
-    assert run("train", "-q", "-m", model, "--spam", mail / "Spam", "--ham", mail / "INBOX").exit_code == 0
+    assert run_cli("train", "-q", "-m", model, "--spam", mail / "Spam", "--ham", mail / "INBOX").exit_code == 0
     before = model.read_bytes()
     # the spam folder given as ham by mistake: what would move is said, nothing moves
-    done = run("train", "-q", "--dry-run", "-m", model, "--ham", mail / "Spam")
+    done = run_cli("train", "-q", "--dry-run", "-m", model, "--ham", mail / "Spam")
     assert done.exit_code == 0, done.stderr
     spam = store.load(str(model)).counts.docs[1]
     assert f"would learn 0, move {spam}, already known 0" in done.stderr and "dry run: nothing saved" in done.stderr
     assert model.read_bytes() == before
-    forget = run("train", "--dry-run", "--forget", "-m", model, "--ham", mail / "INBOX")
+    forget = run_cli("train", "--dry-run", "--forget", "-m", model, "--ham", mail / "INBOX")
     assert "would forget" in forget.stderr and model.read_bytes() == before
     fresh = tmp_path / "new.npz"
-    assert run("train", "--dry-run", "-m", fresh, "--spam", mail / "Spam").exit_code == 0
+    assert run_cli("train", "--dry-run", "-m", fresh, "--spam", mail / "Spam").exit_code == 0
     assert not fresh.exists()
 
 
@@ -96,7 +91,7 @@ COMMANDS = ("train", "classify", "eval", "inspect", "merge")
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_subcommand_help_has_examples_and_exit_statuses(command: str) -> None:
-    done = run(command, "--help")
+    done = run_cli(command, "--help")
     assert done.exit_code == 0
     text = done.stdout
     assert "Examples:" in text and "Exit status:" in text
@@ -122,7 +117,7 @@ def test_sources_complete_as_paths(words: str, tmp_path: Path) -> None:
 
 def test_the_table_keeps_the_end_of_the_path_and_shows_sender_and_subject(tmp_path: Path) -> None:
     from spamnb import report
-    from spamnb.classifier import Scored
+    from spamnb.model import Scored
 
     deep = "/home/someone/Mail/Archive/2024/lists/example/cur/" + "1699261250.M730716P26818.mail.example.com,S=2211:2,S"
     rows = [Scored(deep, None, 3.0, 0.99, "spam"), Scored("b", None, -3.0, 0.01, "ham"), Scored("c", None, 0.0, 0.5, "unsure")]
@@ -142,10 +137,10 @@ def test_inspect_says_when_the_model_was_last_trained_and_its_size(tmp_path: Pat
     import datetime
 
     model = tmp_path / "m.npz"
-    assert run("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
+    assert run_cli("train", "-q", "-m", model, "--spam", SAMPLE / "spam.mbox", "--ham", SAMPLE / "ham.mbox").exit_code == 0
     os.utime(model, (1_700_000_000, 1_700_000_000))
-    info = json.loads(run("inspect", "-m", model, "--json").stdout)
+    info = json.loads(run_cli("inspect", "-m", model, "--json").stdout)
     assert info["file_bytes"] == model.stat().st_size
     assert info["last_trained"] == datetime.datetime.fromtimestamp(1_700_000_000, datetime.UTC).isoformat(timespec="seconds")
-    table = run("inspect", "-m", model).stdout
+    table = run_cli("inspect", "-m", model).stdout
     assert "last trained" in table and "2023-11-14T22:13:20+00:00" in table and f"{model.stat().st_size:,} bytes" in table

@@ -20,16 +20,14 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from spamnb import classifier, headers, sources, store
-from spamnb.cli import cli
 from spamnb.model import Model, Scored
 from spamnb.sources import Problem
 from spamnb.tokens import NOT_LETTERS, Tokenizer, TokenSettings, host_names, received_parts, received_tokens
-from tests.conftest import ENVELOPE, make_mail, mboxrd
+from tests.conftest import ENVELOPE, make_mail, mboxrd, run_cli
 from tests.test_pipe import FAST, HAM_MAIL, SPAM_MAIL, run_pipe, small_model, verdict_of
 
 MEMORY_BOUND = 200 * 2**20  # bytes per message
@@ -330,7 +328,7 @@ def test_a_batch_with_bad_messages_reports_each_and_classifies_the_rest(
     model_path: Path, batch: tuple[Path, list[Path], list[str]], alarm: None
 ) -> None:
     root, paths, bad = batch
-    result = CliRunner().invoke(cli, ["-q", "classify", "--json", "-m", str(model_path), str(root)])
+    result = run_cli("-q", "classify", "--json", "-m", str(model_path), str(root))
     assert result.exit_code == 1, result.stderr
     errors = result.stderr.splitlines()
     assert len(errors) == len(bad)
@@ -344,7 +342,7 @@ def test_training_on_a_batch_with_bad_messages_learns_the_rest(
 ) -> None:
     root, paths, bad = batch
     model = tmp_path / "model.npz"
-    result = CliRunner().invoke(cli, ["-q", "train", "-m", str(model), "--spam", str(root)])
+    result = run_cli("-q", "train", "-m", str(model), "--spam", str(root))
     assert result.exit_code == 1
     assert f"learnt {len(paths)}," in result.stderr
     assert sum(line.startswith("spamnb: ") and "learnt" not in line for line in result.stderr.splitlines()) == len(bad)

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from spamnb import classifier, events, headers, journal, learnone, onemessage, store
-from spamnb.cli import cli
 from spamnb.sources import Message
-from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail
+from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail, run_cli
 from tests.test_pipe import SPAMNB, build_model, run_pipe
 
 NEW_SPAM = make_mail("zebra offer", "quokka flamingo viagra casino narwhal\n")
@@ -44,7 +42,7 @@ def learn(model: Path, label: str, path: Path, *more: str) -> int | None:
 
 def bulk(model: Path, *args: str) -> None:
     """The full command line's train (the path that rewrites the model)."""
-    result = CliRunner().invoke(cli, ["-q", "train", "-m", str(model), "--jobs", "1", *args])
+    result = run_cli("-q", "train", "-m", str(model), "--jobs", "1", *args)
     assert result.exit_code == 0, result.output
 
 
@@ -78,9 +76,8 @@ def test_a_learn_goes_to_the_journal_and_every_reader_sees_it(model: Path, tmp_p
     # ... and so does the pipe's one-message scorer.
     for item, scored in zip(items, theirs, strict=True):
         assert onemessage.score_message(str(model), item.data).log_odds == pytest.approx(scored.log_odds, rel=1e-9)
-    runner = CliRunner()
     for args in (["inspect", "--json"], ["eval", "--json", "--spam", str(spam), "--ham", str(message_file(tmp_path, "h.eml", NEW_HAM))]):
-        outs = [runner.invoke(cli, ["-q", args[0], "-m", str(m), *args[1:]]) for m in (model, direct)]
+        outs = [run_cli("-q", args[0], "-m", m, *args[1:]) for m in (model, direct)]
         assert outs[0].exit_code == outs[1].exit_code == 0, outs[0].output
         # the files themselves differ (one has a journal): their size and time are not compared
         ours_info, theirs_info = (
@@ -136,7 +133,7 @@ def test_learning_is_idempotent_and_forgetting_checked_across_model_and_journal(
         f"{model}: forgot 0, already known 0; model holds 11 spam and 12 ham",
     ]
     # The same through the full command line (which folds the journal in) ...
-    result = CliRunner().invoke(cli, ["-q", "train", "-m", str(model), "--forget", "--spam", str(spam)])
+    result = run_cli("-q", "train", "-m", str(model), "--forget", "--spam", str(spam))
     assert result.exit_code == 1 and "never learnt" in result.stderr
     assert not os.path.exists(journal.journal_path(str(model)))
     assert store.load(str(model)).counts.docs.tolist() == [12, 11]
@@ -177,7 +174,7 @@ def test_a_damaged_journal_is_a_clear_error_and_the_pipe_still_delivers(model: P
     with pytest.raises(store.ModelError, match=needle):
         store.load(str(model))
     for args in (["classify", "-m", str(model), str(spam)], ["train", "-m", str(model), "--jobs", "1", "--spam", str(spam)], ["inspect", "-m", str(model)]):
-        result = CliRunner().invoke(cli, ["-q", *args])
+        result = run_cli("-q", *args)
         assert result.exit_code == 3 and result.stderr.count("\n") == 1 and needle in result.stderr, result.output
     assert learn(model, "spam", spam) == 3
     piped = run_pipe(model, NEW_HAM)

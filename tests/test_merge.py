@@ -10,8 +10,8 @@ import pytest
 from spamnb import nb
 from spamnb.merge import mean_calibration
 from spamnb.model import Model, Scoring
-from tests.conftest import Corpus, fake_corpus, write_files
-from tests.test_cli import assert_one_line_error, json_lines, ok, run
+from tests.conftest import Corpus, fake_corpus, run_cli, write_files
+from tests.test_cli import assert_one_line_error, json_lines, ok
 
 ARRAYS = ("tokens", "tf", "df", "docs", "learnt", "learnt_class", "settings")
 
@@ -67,11 +67,11 @@ def test_overlap_is_refused_without_the_mail_and_counted_once_with_it(corpus: Co
     a = train(tmp_path / "a.npz", *split_corpus(corpus, tmp_path, slice(0, 8), "a"))
     b = train(tmp_path / "b.npz", *split_corpus(corpus, tmp_path, slice(4, None), "b"))
     before = a.read_bytes()
-    assert_one_line_error(run("merge", "-m", a, b), "8 messages were learnt in more than one model", "--messages")
+    assert_one_line_error(run_cli("merge", "-m", a, b), "8 messages were learnt in more than one model", "--messages")
     assert a.read_bytes() == before  # nothing written
     # Mail lacking some of them is refused too.
     part = write_files(tmp_path / "part", corpus.spam[4:6])[0].parent
-    assert_one_line_error(run("merge", "-m", a, b, "--messages", part), "6 of them are not among the --messages")
+    assert_one_line_error(run_cli("merge", "-m", a, b, "--messages", part), "6 of them are not among the --messages")
     assert a.read_bytes() == before
     result = ok("merge", "-m", a, b, "--messages", corpus.spam_mbox, "--messages", corpus.ham_maildir)
     assert "added 8 messages" in result.stderr and "8 learnt in more than one counted once" in result.stderr
@@ -87,7 +87,7 @@ def test_a_message_learnt_as_both_classes_is_a_conflict_until_a_side_is_chosen(c
     ok("train", "-m", b, "--ham", turncoat)
     extra = write_files(tmp_path / "extra", fake_corpus(("meeting", "agenda"), 3, seed=9))[0].parent
     ok("train", "-m", b, "--ham", extra)
-    assert_one_line_error(run("merge", "-m", a, b, "--messages", turncoat), "1 messages were learnt as different classes", "as spam in", str(a), str(b), "--prefer")
+    assert_one_line_error(run_cli("merge", "-m", a, b, "--messages", turncoat), "1 messages were learnt as different classes", "as spam in", str(a), str(b), "--prefer")
     # As ham: the same as learning it as ham beside the rest.
     want = train(tmp_path / "want.npz", spam, ham)
     ok("train", "-m", want, "--ham", turncoat)  # moves it
@@ -100,7 +100,7 @@ def test_a_message_learnt_as_both_classes_is_a_conflict_until_a_side_is_chosen(c
 def test_models_of_different_tokenisers_are_refused(corpus: Corpus, tmp_path: Path, whole: Path) -> None:
     pairs = train(tmp_path / "pairs.npz", corpus.spam_mbox, corpus.ham_mbox, "--ngram", "2")
     before = whole.read_bytes()
-    result = run("merge", "-m", whole, pairs)
+    result = run_cli("merge", "-m", whole, pairs)
     assert result.exit_code == 3
     assert_one_line_error(result, "tokeniser settings", "cannot be added")
     assert whole.read_bytes() == before
@@ -114,7 +114,7 @@ def test_bad_merges_are_one_line_errors(case: str, whole: Path, tmp_path: Path) 
         "missing": ("merge", "-m", whole, tmp_path / "nowhere.npz"),
         "no-other": ("merge", "-m", whole),
     }[case]
-    result = run(*args)
+    result = run_cli(*args)
     assert_one_line_error(result)
     assert result.exit_code == (3 if case == "missing" else 2)
     assert not (tmp_path / "new.npz").exists()

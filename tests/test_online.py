@@ -9,14 +9,13 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from spamnb import classifier, online, store
 from spamnb.classifier import Scored
-from spamnb.cli import cli
 from spamnb.model import Scoring
 from spamnb.sources import Message, read_index
 from spamnb.tokens import TokenSettings
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_INDEX = ROOT / "sample_corpus" / "index"
@@ -92,20 +91,23 @@ def test_lam_is_the_logistic_mean_of_the_two_error_rates() -> None:
     perfect = [scored("ham", "ham")] * 9 + [scored("spam", "spam")] * 9
     assert online.lam_percent(perfect) == pytest.approx(100 * 0.5 / 9)  # both rates 0.5 / 9
     assert math.isnan(online.lam_percent([scored("ham", "ham")]))
+    # Every spam missed (a new model that flags nothing): half a message caught, not a ZeroDivisionError.
+    none_caught = [scored("ham", "ham"), scored("ham", "ham"), scored("spam", "unsure"), scored("spam", "ham")]
+    mean = (math.log(0.5 / 1.5) + math.log(1.5 / 0.5)) / 2
+    assert online.lam_percent(none_caught) == pytest.approx(100 / (1 + math.exp(-mean)))
     assert online.running_errors([scored("ham", "spam"), scored("ham", "ham")], windows=2) == [1.0, 0.0]
 
 
 def test_eval_online_on_the_command_line(shuffled: Path) -> None:
-    runner = CliRunner()
-    done = runner.invoke(cli, ["-q", "eval", "--online", "--index", str(shuffled), "--json"])
+    done = run_cli("-q", "eval", "--online", "--index", shuffled, "--json")
     assert done.exit_code == 0, done.output
     found = json.loads(done.stdout)
     assert found["messages"] == 110 and found["online"]["learnt"] == 110 and found["online"]["train_on_error"] is False
     assert 0 < found["lam_percent"] < 50 and 0.5 < found["auc"] <= 1
     assert len(found["online"]["running_error"]) > 10
-    shown = runner.invoke(cli, ["-q", "eval", "--online", "--train-on-error", "--index", str(shuffled)])
+    shown = run_cli("-q", "eval", "--online", "--train-on-error", "--index", shuffled)
     assert shown.exit_code == 0 and "lam%" in shown.stdout and "learnt (on error)" in shown.stdout
     assert "error rate along the stream" in shown.stdout
     for bad in (["--train-on-error"], ["--online", "--folds", "3"], ["--online", "--train-size", "20"]):
-        refused = runner.invoke(cli, ["-q", "eval", "--index", str(shuffled), *bad])
+        refused = run_cli("-q", "eval", "--index", shuffled, *bad)
         assert refused.exit_code == 2 and refused.stderr.count("\n") == 1, refused.output

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from spamnb import progress, store
-from spamnb.cli import cli
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "sample_corpus"
@@ -20,7 +19,7 @@ HAM = str(CORPUS / "maildir" / "ham")
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    result = run_cli(*args, catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -121,7 +120,7 @@ def test_version_and_completion() -> None:
 
     code, out, _ = invoke("--version")
     assert code == 0 and __version__ in out
-    result = CliRunner().invoke(cli, [], prog_name="spamnb", env={"_SPAMNB_COMPLETE": "bash_source"})
+    result = run_cli(prog_name="spamnb", env={"_SPAMNB_COMPLETE": "bash_source"})
     assert "_SPAMNB_COMPLETE=bash_complete" in result.output
 
 

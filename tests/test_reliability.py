@@ -25,15 +25,14 @@ from typing import IO
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from hypothesis import example, given, settings
 
 from spamnb import cli as cli_module
 from spamnb import headers, journal, learnone, pipe, sources, store
-from spamnb.cli import cli
 from spamnb.sources import Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
-from tests.conftest import ENVELOPE, make_mail
+from tests.conftest import ENVELOPE, make_mail, run_cli
 from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, build_model, mailish, run_pipe, small_model
 
 
@@ -124,7 +123,7 @@ def test_a_huge_message_and_its_piped_copy_are_learnt_once(model: Path, tmp_path
     assert piped != huge and len(piped) > len(huge)
     path = tmp_path / "m.npz"
     for data in (huge, piped):
-        done = CliRunner().invoke(cli, ["train", "-m", str(path), "--spam", "-"], input=data)
+        done = run_cli("train", "-m", str(path), "--spam", "-", stdin=data)
         assert done.exit_code == 0, done.stderr
     assert "learnt 0, moved 0, already known 1" in done.stderr
 
@@ -309,7 +308,7 @@ def test_other_bad_arrays_are_one_line_errors(model: Path, tmp_path: Path, chang
             continue  # the pipe never reads the digests
         with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \("):
             store.load(str(path), **kwargs)
-    result = CliRunner().invoke(cli, ["-q", "classify", "-m", str(path), "-"], input=SPAM_MAIL)
+    result = run_cli("-q", "classify", "-m", str(path), "-", stdin=SPAM_MAIL)
     assert result.exit_code == 3 and len(result.stderr.splitlines()) == 1 and "internal error" not in result.stderr
     if name != "learnt_class":
         piped = run_pipe(path, SPAM_MAIL)
@@ -381,7 +380,7 @@ def owner_and_mode(path: Path) -> tuple[int, int, int]:
 
 
 def train_cli(path: Path, *args: str | Path) -> Result:
-    return CliRunner().invoke(cli, ["-q", "train", "-m", str(path), "--jobs", "1", *map(str, args)])
+    return run_cli("-q", "train", "-m", str(path), "--jobs", "1", *map(str, args))
 
 
 def one_message(folder: Path, data: bytes = SPAM_MAIL, name: str = "one.eml") -> Path:

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from spamnb import store
-from spamnb.cli import cli
-from tests.conftest import ENVELOPE, make_mail
+from tests.conftest import ENVELOPE, make_mail, run_cli
 from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, assert_failed_open, run_console, run_pipe, small_model
 
 Snapshot = dict[str, object]
@@ -30,7 +29,7 @@ def model(tmp_path: Path) -> Path:
 
 
 def train(model: Path, *args: str | Path, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, ["train", "-m", str(model), *map(str, args)], input=stdin)
+    return run_cli("train", "-m", str(model), *map(str, args), stdin=stdin)
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -348,7 +347,7 @@ def test_a_damaged_or_foreign_model_is_a_clear_error_naming_it(good_model: Path,
     if path.exists():  # else (a symlink loop) train makes a new model, as for any missing one
         commands.append(["train", "-m", path, "--spam", message])
     for args in commands:
-        result = CliRunner().invoke(cli, ["-q", *map(str, args)])
+        result = run_cli("-q", *map(str, args))
         assert result.exit_code == 3, (result.stderr, result.exception)
         lines = stderr_lines(result)
         assert len(lines) == 1 and str(path) in lines[0], lines
@@ -401,7 +400,7 @@ def test_a_model_carrying_a_pickled_object_array_runs_no_code(good_model: Path, 
             with pytest.raises(store.ModelError, match=str(path)):
                 store.load(str(path), growable=growable)
         assert_failed_open(run_pipe(path, HAM_MAIL), HAM_MAIL, str(path))
-        result = CliRunner().invoke(cli, ["train", "-m", str(path), "--ham", "-"], input=HAM_MAIL)
+        result = run_cli("train", "-m", str(path), "--ham", "-", stdin=HAM_MAIL)
         assert result.exit_code == 3 and str(path) in result.stderr
     else:
         store.load(str(path))  # the extra member is never read

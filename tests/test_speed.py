@@ -7,10 +7,10 @@ import random
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from spamnb import cli, pipe, store
+from spamnb import pipe, store
 from spamnb.entry import main as entry_main
+from tests.conftest import run_cli
 
 SPAM_WORDS = ["free", "money", "viagra", "winner", "click", "offer", "cash", "prize", "urgent", "loan", "casino"]
 HAM_WORDS = ["meeting", "patch", "review", "lunch", "kernel", "build", "release", "notes", "agenda", "budget"]
@@ -38,7 +38,7 @@ def corpus(tmp_path_factory):
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli.cli, [*args])
+    result = run_cli(*args)
     return result.exit_code, result.output
 
 
@@ -94,7 +94,7 @@ def pipe_through_entry(monkeypatch, capsysbinary, argv: list[str], data: bytes) 
 @pytest.mark.parametrize("which", ["spam/0003", "ham/0005"])
 def test_pipe_fast_path_matches_click_path(corpus, model, which, monkeypatch, capsysbinary):
     data = (corpus / which).read_bytes()
-    slow = CliRunner().invoke(cli.cli, ["classify", "--pipe", "-m", model], input=data)
+    slow = run_cli("classify", "--pipe", "-m", model, stdin=data)
     code, out = pipe_through_entry(monkeypatch, capsysbinary, ["classify", "--pipe", "-m", model], data)
     assert (code, out) == (slow.exit_code, slow.stdout_bytes)
     assert b"X-Spamnb: " in out and code in (0, 1, 2)

@@ -23,9 +23,12 @@ from spamnb.tokens import (
     Tokenizer,
     TokenSettings,
     charset_letter,
+    domain_suffixes,
     field_ids,
+    received_tokens,
     stopword_set,
     url_matches,
+    url_tokens,
 )
 from tests.conftest import ENVELOPE, LIST_SERVER_FIELDS, make_mail, raw_mail, use_scanner
 
@@ -629,3 +632,28 @@ def test_words_are_the_found_words_within_the_bounds_less_stopwords(text: str, m
     assert tokenizer.words(text) == [w for w in found if min_len <= len(w) <= max_len and w not in stop] + [
         f"skip:{w[0]}{len(w) // 10 * 10}" for w in found if len(w) > max_len
     ]
+
+
+def test_url_tokens_hosts_and_parent_domains():
+    assert url_tokens('<a href="HTTP://www.Example.co.uk:8080/x?y">') == [
+        "url:www.example.co.uk",
+        "url:example.co.uk",
+        "url:co.uk",
+    ]
+    assert url_tokens("http://192.0.2.7/login") == ["url:ip-address", "url:192.0.2.7"]
+    assert domain_suffixes("a.b.c.d.example.org", "") == ["c.d.example.org", "d.example.org", "example.org"]
+
+
+def test_received_tokens_networks_and_domains():
+    got = received_tokens("from relay.example.net (relay.example.net [192.0.2.33]) by mx.example.org")
+    assert {"rcvd-ip:192.0.2", "rcvd-ip:192.0", "rcvd-host:example.net", "rcvd-host:mx.example.org"} <= set(got)
+
+
+def test_html_links_become_tokens_and_long_words_a_bucket():
+    msg = (
+        b"Content-Type: text/html\n\n<a href='http://promo.example.com/'>click</a> "
+        + b"x" * 60
+        + b"\n"
+    )
+    tokens = Tokenizer()(msg)
+    assert "url:example.com" in tokens and "click" in tokens and "skip:x60" in tokens

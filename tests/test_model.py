@@ -1,0 +1,104 @@
+"""The model's scoring defaults: Platt calibration, its round trip, and the ham-loss floor on P(spam)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from spamnb.model import HAM_LOSS, Scoring, fit_platt, ham_loss_floor, probabilities
+
+
+def test_platt_fit_recovers_a_known_calibration():
+    rng = np.random.default_rng(0)
+    z = rng.normal(0, 20, 20000)
+    y = rng.random(20000) < probabilities(0.25 * z - 1.0)
+    a, b = fit_platt(z, y)
+    assert a == pytest.approx(0.25, rel=0.1) and b == pytest.approx(-1.0, abs=0.15)
+
+
+def test_platt_fit_is_set_by_the_messages_near_the_cut_off():
+    """Log-odds spread far apart (as Fisher's are, +-80) with the labels from sigmoid(z - 1):
+    plain Platt's smoothed targets let the surest messages, and one ham far on the spam side,
+    flatten the curve; with each message's pull bounded (model.OUTLIER_SHARE) it stays."""
+    rng = np.random.default_rng(1)
+    z = np.concatenate([rng.normal(-30, 15, 4000), rng.normal(30, 15, 2000)])
+    y = rng.random(len(z)) < probabilities(z - 1.0)
+    a, b = fit_platt(z, y)
+    assert a == pytest.approx(1.0, rel=0.25) and b == pytest.approx(-1.0, abs=0.6)
+    z_odd, y_odd = np.append(z, 90.0), np.append(y, False)
+    assert fit_platt(z_odd, y_odd)[0] == pytest.approx(a, rel=0.01)
+    plain, plain_odd = fit_platt(z, y, outlier=0.0)[0], fit_platt(z_odd, y_odd, outlier=0.0)[0]
+    assert plain < 0.7 * a and plain_odd < 0.8 * plain
+
+
+def test_platt_fit_of_separable_scores_stays_finite():
+    a, b = fit_platt(np.array([-50.0, -40, 40, 50]), np.array([False, False, True, True]))
+    assert math.isfinite(a) and a > 0 and math.isfinite(b)
+
+
+def test_scoring_calibration_round_trips_and_maps_log_odds():
+    s = Scoring(calibration=(0.5, 1.0))
+    assert Scoring.from_json(s.to_json()) == s
+    assert s.probability(2.0) == pytest.approx(1 / (1 + math.exp(-2.0)))
+    with pytest.raises(ValueError):
+        Scoring(calibration=(0.0, 1.0))
+
+
+def expected_ham_flagged(z: np.ndarray, positive: np.ndarray, calibration: tuple[float, float], floor: float) -> float:
+    """The ham the held-out messages above `floor` are expected to hold (ham_loss_floor's estimate)."""
+    a, b = calibration
+    p = probabilities(a * z + b)
+    noise = 0.5 / (len(z) + 1)
+    return float((noise + (1 - 2 * noise) * (1 - p))[p > floor].sum())
+
+
+def scores(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    positive = rng.random(n) < 0.3
+    return np.where(positive, rng.normal(12, 8, n), rng.normal(-25, 8, n)), positive
+
+
+@pytest.mark.parametrize("n", [60, 300, 3000])
+def test_ham_loss_floor_flags_as_many_as_the_budget_allows(n: int) -> None:
+    z, positive = scores(np.random.default_rng(n), n)
+    calibration = fit_platt(z, positive)
+    floor = ham_loss_floor(z, positive, calibration)
+    budget = HAM_LOSS * int((~positive).sum())
+    assert expected_ham_flagged(z, positive, calibration, floor) <= budget
+    # The next message down (the one at the floor) would have broken the budget.
+    p = probabilities(calibration[0] * z + calibration[1])
+    assert floor in p
+    assert expected_ham_flagged(z, positive, calibration, np.nextafter(floor, 0.0)) > budget
+
+
+def test_ham_loss_floor_falls_as_more_is_learnt() -> None:
+    rng = np.random.default_rng(3)
+    floors = []
+    for n in (100, 5000):
+        z, positive = scores(rng, n)
+        floors.append(ham_loss_floor(z, positive, fit_platt(z, positive)))
+    # The same two score distributions: from 100 messages the floor is above the 0.95
+    # cut-off, from 5,000 below it.
+    assert floors[0] > 0.95 > floors[1]
+
+
+def test_ham_loss_floor_without_ham_or_over_budget() -> None:
+    assert ham_loss_floor(np.array([5.0, 6.0]), np.array([True, True]), (1.0, 0.0)) == 0.0
+    # All held-out messages within the budget: no floor.
+    assert ham_loss_floor(np.array([5.0, -30.0]), np.array([True, False]), (1.0, 0.0), budget=2.0) == 0.0
+
+
+def test_a_spam_verdict_needs_the_cut_off_and_the_floor() -> None:
+    from spamnb import onemessage
+
+    s = Scoring(spam_floor=0.99)
+    assert [s.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]
+    assert Scoring.from_json(s.to_json()) == s
+    light = onemessage.Scoring.from_json(s.to_json())
+    assert [light.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]
+    assert onemessage.Scoring.from_json(Scoring().to_json()).spam_floor == 0.0
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError):
+            Scoring(spam_floor=bad)
+        with pytest.raises(ValueError):
+            onemessage.Scoring.from_json(f'{{"spam_floor": {bad}}}')
