@@ -416,7 +416,7 @@ def train(
     """Learn labelled mail into MODEL (created when missing).
 
     --min-count and --max-tokens prune the model after learning; pruned counts are
-    gone (forgetting a message later takes off only what is left).
+    gone (a later train adds up its changes, then sets counts below zero to zero).
     """
     import os
 
