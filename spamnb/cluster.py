@@ -203,7 +203,8 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
             raise ClusterError(f"{where}the mail changed while training (read twice, not the same); nothing saved")
         datas.append(item.data)
     vocab = Vocabulary()
-    plus, minus = Model(vocab=vocab), Model(vocab=vocab)
+    weighting = work.step.weighting
+    plus, minus = (Model(vocab=vocab, counts=nb.Counts.empty(weighting=weighting)) for _ in range(2))
     sample = []
     offer, keep = first_offer, set(wanted)
     which, classes, signs = (np.asarray(a, dtype=np.int64) for a in (plan.which, plan.classes, plan.signs))
@@ -232,10 +233,9 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
 
 def added(a: nb.Counts, b: nb.Counts, cols: np.ndarray, width: int) -> nb.Counts:
     """a + b, where b's column j is column cols[j] of the result, `width` columns wide."""
-    pad = ((0, 0), (0, width - a.n_features))
-    out = nb.Counts(a.docs + b.docs, np.pad(a.tf, pad), np.pad(a.df, pad))
-    out.tf[:, cols] += b.tf
-    out.df[:, cols] += b.df
+    out = a.copy()
+    out.grow(width)
+    out.add_at(b, cols)
     return out
 
 
@@ -332,12 +332,10 @@ def learn(
     cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
     model.counts.grow(len(vocab))
     counts = model.counts
-    counts.docs += root.plus.docs - root.minus.docs
-    counts.tf[:, cols] += root.plus.tf - root.minus.tf
-    counts.df[:, cols] += root.plus.df - root.minus.df
+    counts.add_at(root.plus, cols)
+    counts.add_at(root.minus, cols, -1)
     if root.minus.docs.any():
-        for a in (counts.tf, counts.df, counts.docs):
-            np.maximum(a, 0, out=a)
+        counts.clamp()
     if root.sample:
         by_offer = {s[0]: s for s in root.sample}
         items = [by_offer[offer] for offer in slots]

@@ -26,6 +26,10 @@ class ScoringFields(NamedTuple):
     # Fitted with the calibration: a spam verdict also needs P above this, so that the
     # ham the verdict loses stays within HAM_LOSS of the ham (see `ham_loss_floor`).
     spam_floor: float = 0.0
+    # TF-IDF weighting and length normalisation (nb.Weighting), multinomial and complement only.
+    tf: str = "presence"
+    idf: bool = False
+    length_norm: str = "none"
 
 
 class Scoring(ScoringFields):
@@ -41,7 +45,7 @@ class Scoring(ScoringFields):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Scoring:
         self = super().__new__(cls, *args, **kwargs)
-        events.event_model(self.event, self.alpha)  # validates both
+        events.event_model(self.event, self.alpha, self.weighting())  # validates all three
         if not 0.0 <= self.ham_cutoff <= self.spam_cutoff <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
         if not 0.0 <= self.spam_floor <= 1.0:
@@ -55,8 +59,11 @@ class Scoring(ScoringFields):
         """This scoring with some settings changed, checked like a new one (`_replace` is not)."""
         return Scoring(**{**self._asdict(), **changes})
 
+    def weighting(self) -> nb.Weighting:
+        return nb.Weighting(self.tf, bool(self.idf), self.length_norm)
+
     def event_model(self) -> nb.EventModel:
-        return events.event_model(self.event, self.alpha)
+        return events.event_model(self.event, self.alpha, self.weighting())
 
     def probability(self, log_odds: float) -> float:
         a, b = self.calibration
@@ -232,7 +239,7 @@ class Model:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
         self.vocab = vocab if vocab is not None else Vocabulary()
-        self.counts = counts if counts is not None else nb.Counts.empty()
+        self.counts = counts if counts is not None else nb.Counts.empty(weighting=self.scoring.weighting())
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
 
@@ -257,13 +264,13 @@ class Model:
         vocab = self.growable()
         self.counts.grow(len(vocab))
         order = vocab.sorted_order()  # columns in token order: ties at the cap break the same way on every path
-        counts = nb.Counts(self.counts.docs, self.counts.tf[:, order], self.counts.df[:, order])
+        counts = self.counts.take(order)
         keep = pruning.keep(counts)
         dropped = counts.n_features - keep.size
         if dropped:
             tokens = [vocab.tokens[i] for i in order[keep]]
             self.vocab = Vocabulary(tokens, sorted_prefix=len(tokens))
-            self.counts = nb.Counts(counts.docs, counts.tf[:, keep], counts.df[:, keep])
+            self.counts = counts.take(keep)
         return dropped
 
     def weights(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
@@ -280,8 +287,8 @@ class Model:
         """The tokens' duplicate-evidence keys (nb.duplicate_keys) from the event model's own minimum."""
         return nb.duplicate_keys(self.counts, cols, self.scoring.event_model().duplicate_min)
 
-    def explain(self, tokens: list[str]) -> Explanation:
-        """One message's log-odds, token by token, without touching the rest of the vocabulary."""
+    def explain(self, tokens: list[str] | Counter[str]) -> Explanation:
+        """One message's log-odds, token by token (`tokens`, or their counts), without touching the rest of the vocabulary."""
         distinct = Counter(tokens)
         every = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
         known = every >= 0
@@ -296,7 +303,7 @@ class Model:
         local = np.where(known, np.cumsum(known) - 1, -1)
         fields = field_ids(list(distinct)) if event.by_field else None
         log_odds = float(event.log_odds(table, b, Rows(local, counts, np.array([len(distinct)]), fields), keys)[0])
-        x = np.asarray(event.prepare(counts[known].astype(np.float64)), dtype=np.float64)
+        x = event.message_weights(counts, np.array([len(counts)]))[known]
         # Tokens of a list server's fields carry nothing under Fisher (tokens.NOT_EVIDENCE).
         evidence = np.ones(len(cols), bool) if fields is None else fields[known] >= 0
         # A token sharing its evidence with k others of the message carries 1/k of it.

@@ -29,6 +29,8 @@ FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8,
 MULTINOMIAL_BOOLEAN = True
 COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINOMIAL_BOOLEAN)
 DUPLICATE_STEP = (11, 10)
+# model.Scoring's weighting settings as they are when off (nb.Weighting).
+WEIGHTING = {"tf": "presence", "idf": False, "length_norm": "none"}
 
 
 def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
@@ -69,7 +71,7 @@ class Scoring:
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", *WEIGHTING}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -88,6 +90,8 @@ class Scoring:
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
         if not 0.0 <= floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {floor}")
+        if any(data.get(k, default) != default for k, default in WEIGHTING.items()):
+            raise npzview.NotPlain("a TF-IDF weighting or length norm: numpy's scorer takes it")
         return cls(event, alpha, spam, ham, (a, b), floor)
 
     def probability(self, log_odds: float) -> float:
