@@ -12,10 +12,10 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.naive_bayes import ComplementNB, MultinomialNB
 from sklearn.preprocessing import normalize
 
-from spamnb import classifier, events, merge, nb, online, onemessage, store
+from spamnb import classifier, events, merge, nb, onemessage, online, store
 from spamnb.model import Scoring
 from spamnb.sources import read_labelled
-from spamnb.tokens import TokenSettings, Tokenizer
+from spamnb.tokens import Tokenizer, TokenSettings
 from tests.conftest import rows_of, run_cli
 from tests.test_cli import assert_one_line_error, ok
 from tests.test_nb import random_counts
