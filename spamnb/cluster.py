@@ -279,9 +279,10 @@ def learn(
     plans: list[Plan] = []
     first_offers: list[int] = []
     sizes: list[int] = []  # messages and Problems per shard
-    offers = 0
+    offers = classifier.Offers()
     for fut in client.map(shard_keys, parts, max_bytes=max_bytes, pure=False):
         plan = Plan([], [], [], [], [])
+        first_offers.append(offers.count)
         entries = fut.result()
         for pos, entry in enumerate(entries):
             if isinstance(entry, Problem):
@@ -294,15 +295,15 @@ def learn(
                 plan.which.append(len(plan.picks))
                 plan.classes.append(c)
                 plan.signs.append(sign)
+                if sign > 0:
+                    offers.add(key)
             if changes:
                 plan.picks.append(pos)
                 plan.keys.append(key)
         sizes.append(len(entries))
         fut.release()
         plans.append(plan)
-        first_offers.append(offers)
-        offers += 0 if forget else plan.signs.count(1)
-    slots = sample_offers(offers, classifier.CALIBRATION_SAMPLE)
+    slots = [offer for offer in sample_offers(offers.count, classifier.CALIBRATION_SAMPLE) if offer not in offers.replaced]
     wanted: list[list[int]] = [[] for _ in parts]
     for offer in slots:
         wanted[int(np.searchsorted(first_offers, offer, side="right")) - 1].append(offer)

@@ -68,6 +68,19 @@ def test_calibration_sample_drawn_alike(client: object, monkeypatch: pytest.Monk
     assert local.scoring.calibration != learn_both(client, [SPAM], [HAM])[0].scoring.calibration
 
 
+def test_a_move_within_one_run_is_calibrated_alike(client: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # 15 spam learnt as spam, then from a copy as ham in the same run: only their last offers are sampled.
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for path in sorted(Path(SPAM).rglob("*"))[:15]:
+        if path.is_file():
+            (copies / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setattr(classifier, "CALIBRATION_SAMPLE", 90)
+    local, _ = learn_both(client, [SPAM], [copies, HAM], shard=3)
+    assert local.counts.docs.min() >= 30
+    assert local.scoring.calibration != Scoring().calibration
+
+
 def test_learn_again_moves_and_forgets_alike(client: object, tmp_path: Path) -> None:
     models = learn_both(client, [SPAM], [])
     # The ham folder, and the spam again learnt as ham: already known, then moved.
