@@ -100,6 +100,12 @@ class Occurrences(Linear):
     def prepare(self, counts: np.ndarray) -> np.ndarray:
         return super().prepare(counts) if self.boolean else np.asarray(counts)
 
+    def vocabulary_sums(self, counts: Counts) -> np.ndarray:
+        """(2, 2): per class the sum over the vocabulary of what it counts, and of log(that +
+        alpha): what the one-message scorer cannot sum for itself per message."""
+        every = self.occurrences(counts)
+        return np.column_stack((every.sum(axis=1), np.log(every + self.alpha).sum(axis=1)))
+
     def message_weights(self, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         if not self.weighting:
             return super().message_weights(counts, lengths)

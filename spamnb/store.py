@@ -10,6 +10,8 @@ Arrays (V tokens, M learnt messages):
   docs              (2,) int64: messages learnt per class
   weighted          (2, V) float64, only with a TF-IDF weighting or length norm (nb.Weighting):
                     per class and token the sum of the learnt messages' transformed frequencies
+  weighted_totals   (2, 2) float64 beside it: per class the sums over the vocabulary that the
+                    one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
@@ -30,7 +32,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from spamnb import journal, modelcheck, nb, ownership
+from spamnb import events, journal, modelcheck, nb, ownership
 from spamnb.features import SortedTokens, Vocabulary, token_offsets
 from spamnb.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
 from spamnb.model import Model, Scoring
@@ -68,7 +70,11 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         blob = vocab.data()
     tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
-    weighted = {} if counts.weighted is None else {"weighted": counts.weighted.astype(np.float64)}
+    weighted = {}
+    if counts.weighted is not None:
+        event = model.scoring.event_model()
+        assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
+        weighted = {"weighted": counts.weighted.astype(np.float64), "weighted_totals": event.vocabulary_sums(counts)}
     return {
         **weighted,
         "format": np.array(FORMAT),

@@ -12,7 +12,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.naive_bayes import ComplementNB, MultinomialNB
 from sklearn.preprocessing import normalize
 
-from spamnb import classifier, events, merge, nb, onemessage, online, store
+from spamnb import classifier, events, journal, learnone, merge, nb, onemessage, online, store
 from spamnb.model import Scoring
 from spamnb.sources import read_labelled
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -102,6 +102,29 @@ def test_round_trip_and_every_scorer_agrees(tmp_path: Path) -> None:
         assert onemessage.score_message(str(path), data).log_odds == pytest.approx(want, abs=1e-9)
     batch = [s.log_odds for s in classifier.classify(loaded, read_labelled([SPAM], [HAM], None))]
     assert batch[::9] == pytest.approx([model.explain(tokenize(d)).log_odds for d in messages()], abs=1e-9)
+
+
+@pytest.mark.parametrize("event", ["multinomial", "complement"])
+@pytest.mark.parametrize("weighting", [WEIGHTINGS[0], WEIGHTINGS[-1], nb.Weighting("log", True, "none")], ids=str)
+def test_the_one_message_scorer_scores_as_numpy(tmp_path: Path, event: str, weighting: nb.Weighting) -> None:
+    """`classify --pipe` without numpy: the weighted sums and the vocabulary's totals read from the file."""
+    path = tmp_path / "m.npz"
+    model = trained(path, [SPAM], [HAM], Scoring(event=event, tf=weighting.tf, idf=weighting.idf, length_norm=weighting.norm))
+    one = onemessage.OneModel(str(path))
+    assert one.weighted is not None
+    tokenize = Tokenizer(model.tokens)
+    for data in messages():
+        assert one.log_odds(tokenize(data)) == pytest.approx(model.explain(tokenize(data)).log_odds, rel=1e-12, abs=1e-9)
+
+
+def test_single_message_train_leaves_a_weighted_model_to_the_full_learner(tmp_path: Path) -> None:
+    """No journal (it holds no weighted sums): `learnone` hands the command line on."""
+    path = tmp_path / "m.npz"
+    one = tmp_path / "one.eml"
+    one.write_bytes(messages()[0])
+    trained(path, [SPAM], [HAM])
+    assert learnone.main(["train", "-m", str(path), "--ham", str(one)]) is None
+    assert not journal.read(str(path), onemessage.OneModel(str(path)).identity)
 
 
 def test_a_model_without_its_weighted_sums_is_damaged(tmp_path: Path) -> None:
