@@ -14,6 +14,7 @@ from spamnb.nb import (
     HAM,
     SPAM,
     UNWEIGHTED,
+    WEIGHT_SCALE,
     Counts,
     Entries,
     EventModel,
@@ -88,7 +89,8 @@ class Occurrences(Linear):
             return counts.df if self.boolean else counts.tf
         if counts.weighted is None:
             raise ValueError("the model holds no weighted counts: train it with the weighting it scores with")
-        return counts.weighted * self.weighting.idf_of(counts) if self.weighting.idf else counts.weighted
+        weighted = counts.weighted / WEIGHT_SCALE
+        return weighted * self.weighting.idf_of(counts) if self.weighting.idf else weighted
 
     def query_idf(self, counts: Counts, cols: np.ndarray | None) -> np.ndarray | float:
         """What a scored message's transformed frequencies are multiplied by: the tokens' idf, or 1."""

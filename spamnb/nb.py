@@ -30,7 +30,9 @@ class Weighting(NamedTuple):
     Rennie normalises after the idf; here the norm comes first, so that a token's sum over
     messages is idf times a sum that learning adds to one message at a time (`Counts.weighted`)
     while the idf, from the message frequencies, follows every learn.  A message scored is
-    transformed alike (its norm over all its tokens, known or not).
+    transformed alike (its norm over all its tokens, known or not).  Learnt messages' weights
+    are counted in fixed point (`fixed`), so that their sums add and subtract exactly, in any
+    order (chunks, workers, merges, a forget after a learn).
     """
 
     tf: str = "presence"
@@ -54,9 +56,17 @@ class Weighting(NamedTuple):
         x = np.log1p(counts) if self.tf == "log" else (counts > 0).astype(np.float64)
         if self.norm == "l2":
             row = np.repeat(np.arange(len(lengths)), lengths)
-            norms = np.sqrt(np.bincount(row, weights=x * x, minlength=len(lengths)))
+            squares = x * x
+            # Summed in order of size within each message: the same floats however the
+            # message's entries were ordered (chunks and workers number tokens apart).
+            order = np.lexsort((squares, row))
+            norms = np.sqrt(np.bincount(row[order], weights=squares[order], minlength=len(lengths)))
             x = x / np.where(norms > 0, norms, 1.0)[row]
         return x
+
+    def fixed(self, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """`entry_weights` in units of 1 / WEIGHT_SCALE, int64: what learning counts."""
+        return np.rint(self.entry_weights(counts, lengths) * WEIGHT_SCALE).astype(np.int64)
 
     def idf_of(self, counts: Counts) -> np.ndarray:
         """scikit-learn's smoothed idf, ln((1 + n) / (1 + df)) + 1, from both classes' message frequencies."""
@@ -64,13 +74,17 @@ class Weighting(NamedTuple):
 
 
 UNWEIGHTED = Weighting()
+# Learnt weights are counted in units of 2**-32 (`Weighting.fixed`): a weight of 1/sqrt(k) for a
+# message of k distinct tokens keeps ~9 significant digits, and a token's sum stays below 2**63
+# up to ~10**8 messages of weight up to 14 (log(1 + 10**6 occurrences)).
+WEIGHT_SCALE = 1 << 32
 TERM_FREQUENCIES = ("presence", "log")
 NORMS = ("none", "l2")
 
 
 class Counts:
     """Per-class statistics: `docs` (2,), `tf` and `df` (2, V), all int64; with a `weighting`,
-    `weighted` (2, V) float64, the sums of the learnt messages' `Weighting.entry_weights`."""
+    `weighted` (2, V) int64, the sums of the learnt messages' `Weighting.fixed` weights."""
 
     # Records on the pipe path are plain classes and named tuples: building a dataclass
     # compiles generated code at import, about 1.3 ms each of the one-message start-up.
@@ -82,7 +96,7 @@ class Counts:
         self.docs, self.tf, self.df = docs, tf, df
         self.weighting = weighting
         if weighting and weighted is None:
-            weighted = np.zeros(tf.shape)
+            weighted = np.zeros(tf.shape, np.int64)
         self.weighted = weighted if weighting else None
 
     @classmethod
@@ -140,7 +154,7 @@ class Counts:
         V = self.n_features
         entry_class = np.repeat(classes, lengths)
         entry_sign = np.repeat(signs, lengths)
-        g = None if self.weighted is None else self.weighting.entry_weights(counts, lengths)
+        q = None if self.weighted is None else self.weighting.fixed(counts, lengths)
         for cls in (HAM, SPAM):
             pick = entry_class == cls
             of_class = classes == cls
@@ -150,8 +164,8 @@ class Counts:
             self.docs[cls] += int(signs[of_class].sum())
             self.tf[cls] += np.bincount(c, weights=s * counts[pick], minlength=V).astype(np.int64)
             self.df[cls] += np.bincount(c, weights=s, minlength=V).astype(np.int64)
-            if g is not None and self.weighted is not None:
-                self.weighted[cls] += np.bincount(c, weights=s * g[pick], minlength=V)
+            if q is not None and self.weighted is not None:
+                np.add.at(self.weighted[cls], c, s * q[pick])  # in int64: a float bincount would round
         if (signs < 0).any():
             self.clamp()
 

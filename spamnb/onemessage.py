@@ -32,6 +32,7 @@ DUPLICATE_STEP = (11, 10)
 # model.Scoring's weighting settings as they are when off (nb.Weighting).
 WEIGHTING = {"tf": "presence", "idf": False, "length_norm": "none"}
 UNWEIGHTED = ("presence", False, "none")
+WEIGHT_SCALE = 1 << 32  # nb.WEIGHT_SCALE
 
 
 def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
@@ -201,7 +202,7 @@ class OneModel:
         if "weighted" not in a or "weighted_totals" not in a:
             raise npzview.NotPlain(self.path)  # numpy's loader says what is missing
         weighted, totals = a["weighted"], a["weighted_totals"]
-        if weighted.shape != (2, n) or totals.shape != (2, 2) or weighted.kind != "f" or totals.kind != "f":
+        if weighted.shape != (2, n) or totals.shape != (2, 2) or weighted.kind != "u" or totals.kind != "f":
             raise ValueError(f"weighted sums of shapes {weighted.shape}, {totals.shape}")
         t = list(totals.items())
         if not all(math.isfinite(v) for v in t):
@@ -399,7 +400,7 @@ class OneModel:
         for i in known:
             c = counts[i]
             f = math.log((1.0 + n) / (1.0 + c[2] + c[3])) + 1.0 if idf else 1.0  # type: ignore[index]
-            pairs.append((f * c[4], f * c[5]))  # type: ignore[index]
+            pairs.append((f * (c[4] / WEIGHT_SCALE), f * (c[5] / WEIGHT_SCALE)))  # type: ignore[index]
             x.append(g[i] * f)
         totals = self.weighted[1]  # type: ignore[index]
         return pairs, x, [totals[HAM][0], totals[SPAM][0]], lambda: [totals[HAM][1], totals[SPAM][1]]

@@ -8,8 +8,9 @@ Arrays (V tokens, M learnt messages):
   tf, df            (2, V) the smallest of uint8/16/32/64 that holds them: token occurrences /
                     messages holding it; rows ham, spam
   docs              (2,) int64: messages learnt per class
-  weighted          (2, V) float64, only with a TF-IDF weighting or length norm (nb.Weighting):
-                    per class and token the sum of the learnt messages' transformed frequencies
+  weighted          (2, V) as tf, only with a TF-IDF weighting or length norm (nb.Weighting): per
+                    class and token the sum of the learnt messages' transformed frequencies, in
+                    units of 1 / nb.WEIGHT_SCALE
   weighted_totals   (2, 2) float64 beside it: per class the sums over the vocabulary that the
                     one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
@@ -74,7 +75,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
     if counts.weighted is not None:
         event = model.scoring.event_model()
         assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
-        weighted = {"weighted": counts.weighted.astype(np.float64), "weighted_totals": event.vocabulary_sums(counts)}
+        weighted = {"weighted": smallest_uint(counts.weighted), "weighted_totals": event.vocabulary_sums(counts)}
     return {
         **weighted,
         "format": np.array(FORMAT),
@@ -337,7 +338,7 @@ def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = N
     tf, df = (a[k] if dtype is None else a[k].astype(dtype) for k in ("tf", "df"))
     weighted = a.get("weighted")
     if weighted is not None and dtype is not None:
-        weighted = weighted.astype(np.float64)  # a copy to learn into
+        weighted = weighted.astype(dtype)
     return nb.Counts(a["docs"].astype(np.int64), tf, df, weighted, weighting)
 
 
@@ -398,7 +399,7 @@ def load_mapped(path: str) -> Model | None:
             modelcheck.check_member(k, headers[k])
         check_identity(path, array("format"), array("version"))
         modelcheck.check_headers(headers)
-        if headers["tf"].dtype.kind != "u" or headers["df"].dtype.kind != "u":
+        if any(headers[k].dtype.kind != "u" for k in ("tf", "df", "weighted") if k in headers):
             return None  # signed counts: the full loader checks every one
         arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
         blob_size = headers["tokens"].shape[0]
