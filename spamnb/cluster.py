@@ -57,11 +57,18 @@ def connect(address: str, workers: int, processes: bool = True) -> Iterator[Clie
     """A client of the scheduler at `address`, or of a LocalCluster of `workers` processes (`local`)."""
     require()
     import dask
+    from distributed import KilledWorker
 
     # The shards' file lists are the graph's data: with 200,000 files Dask warned on stderr
     # of a "large graph" (its threshold is 10 MB).
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GiB"}):
-        yield from _connected(address, workers, processes)
+        try:
+            yield from _connected(address, workers, processes)
+        except KilledWorker as err:
+            # Dask reruns a lost worker's tasks elsewhere, up to its allowed-failures; past
+            # that one task keeps killing its workers (out of memory, say): not a bug of ours.
+            died = err.allowed_failures + 1
+            raise ClusterError(f"--dask {address}: {died} worker{'s' * (died > 1)} died running task {err.task}; see the workers' logs") from err
 
 
 def _connected(address: str, workers: int, processes: bool) -> Iterator[Client]:

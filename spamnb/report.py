@@ -199,14 +199,16 @@ def score_histogram(labels: Sequence[str], log_odds: np.ndarray, bins: int = 16,
 
 
 def top_tokens(model: Model, n: int) -> dict[str, list[dict[str, Any]]]:
-    """The n tokens pulling hardest towards spam and towards ham, by their weight.
+    """The n tokens pulling hardest towards spam and towards ham, by their weight, of
+    those scoring counts (model.Model.counted: Fisher leaves out a list server's fields).
 
     None until the model has learnt both classes: a weight compares the two."""
     vocab = model.growable()
     if len(vocab) == 0 or not model.counts.docs.all():
         return {"spam": [], "ham": []}
     w, _ = model.weights()
-    order = np.argsort(w, kind="mergesort")
+    counted = np.flatnonzero(model.counted(vocab.tokens))
+    order = counted[np.argsort(w[counted], kind="mergesort")]
     pick = {"spam": order[::-1][:n], "ham": order[:n]}
     return {side: [token_row(model, vocab.tokens[c], int(c), float(w[c])) for c in cols] for side, cols in pick.items()}
 
@@ -302,7 +304,9 @@ def verdicts_line(scoring: dict[str, Any], verdicts: dict[str, Any]) -> str:
     return line
 
 
-def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any]]:
+def explanation(model: Model, e: Explanation, n: int) -> dict[str, Any]:
+    """The n tokens that moved the verdict most and the rest: they sum to the logit of
+    P(spam) (model.Explanation)."""
     order = np.argsort(-np.abs(e.contributions), kind="mergesort")[:n]
     rows = []
     for i in order:
@@ -310,7 +314,18 @@ def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any
         row["contribution"] = row.pop("weight")
         row["in_message"] = int(e.counts[i])
         rows.append(row)
-    return rows
+    return {"logit": e.logit, "tokens": rows, "rest": e.logit - math.fsum(r["contribution"] for r in rows), "other_tokens": len(e.tokens) - len(rows)}
+
+
+def explanation_table(shown: dict[str, Any]) -> Table:
+    """`explanation` as a table whose printed numbers add up: the rest's is the printed
+    total less the printed tokens' (so it takes their rounding)."""
+    table = token_table("tokens that moved the verdict most", shown["tokens"], weight_name="contribution")
+    total = round(shown["logit"], 3)
+    rest = total - sum(round(r["contribution"], 3) for r in shown["tokens"])
+    table.add_row(f"the rest ({shown['other_tokens']} more tokens, prior, calibration)", f"{rest:+.3f}", "", "")
+    table.add_row("sum: ln(P / (1 - P))", f"{total:+.3f}", "", "")
+    return table
 
 
 def stdout_is_terminal() -> bool:
