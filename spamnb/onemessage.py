@@ -143,6 +143,9 @@ class OneModel:
         self.path = path
         self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets", "weighted", "weighted_totals"))
         try:
+            floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
+            if floats:
+                raise ValueError(f"{floats[0]} holds floats")  # npzview reads them only for the vocabulary's sums
             fmt = a["format"].text()
             if fmt != npzview.FORMAT:
                 raise ModelError(f"{path}: not a spamnb model (format {fmt[:40]!r})")
