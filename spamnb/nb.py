@@ -129,7 +129,10 @@ class Counts:
             mine[:, cols] += (sign * theirs).astype(mine.dtype)
 
     def clamp(self) -> None:
-        """Forgetting after pruning can take a count below zero; zero is the truth."""
+        """Counts below zero set to zero.  Forgetting (or moving) a message after pruning
+        takes a pruned token's count below zero, and zero is the truth.  A train does it
+        once, after adding all its changes, so that the model depends on neither their
+        order nor how they were cut into chunks or shards."""
         for a in (*self.arrays(), self.docs):
             np.maximum(a, 0, out=a)
 
@@ -166,8 +169,6 @@ class Counts:
             self.df[cls] += np.bincount(c, weights=s, minlength=V).astype(np.int64)
             if q is not None and self.weighted is not None:
                 np.add.at(self.weighted[cls], c, s * q[pick])  # in int64: a float bincount would round
-        if (signs < 0).any():
-            self.clamp()
 
     def __sub__(self, other: Counts) -> Counts:
         return self.with_arrays(self.docs - other.docs, tuple(a - b for a, b in zip(self.arrays(), other.arrays(), strict=True)))

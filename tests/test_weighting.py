@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -117,7 +118,7 @@ def test_the_one_message_scorer_scores_as_numpy(tmp_path: Path, event: str, weig
     assert one.weighted is not None
     tokenize = Tokenizer(model.tokens)
     for data in messages():
-        assert one.log_odds(tokenize(data)) == pytest.approx(model.explain(tokenize(data)).log_odds, rel=1e-12, abs=1e-9)
+        assert one.log_odds_of(Counter(tokenize(data))) == pytest.approx(model.explain(tokenize(data)).log_odds, rel=1e-12, abs=1e-9)
 
 
 def test_single_message_train_leaves_a_weighted_model_to_the_full_learner(tmp_path: Path) -> None:
