@@ -245,6 +245,18 @@ def scoring_options(fn: F) -> F:
         help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.events registers them). [default: fisher]",
     )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
+    fn = click.option(
+        "--tf", type=click.Choice(["presence", "log"]), default=None,
+        help="Multinomial and complement: each learnt and scored message's term frequency, presence or log(1 + count). [default: presence]",
+    )(fn)
+    fn = click.option(
+        "--idf/--no-idf", default=None,
+        help="Multinomial and complement: weight each token by its inverse document frequency. [default: no]",
+    )(fn)
+    fn = click.option(
+        "--length-norm", type=click.Choice(["none", "l2"]), default=None,
+        help="Multinomial and complement: divide each message's term frequencies by their L2 norm. [default: none]",
+    )(fn)
     return fn
 
 
@@ -296,6 +308,9 @@ class ModelOptions(NamedTuple):
     stopwords: bool | None
     event: str | None
     alpha: float | None
+    tf: str | None
+    idf: bool | None
+    length_norm: str | None
     spam_cutoff: float | None
     ham_cutoff: float | None
     min_count: int
@@ -333,8 +348,18 @@ def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
             code=2,
         )
     tokens = tokens.replace(**token_changes)
-    scoring_changes = {k: v for k, v in {"event": options.event, "alpha": options.alpha}.items() if v is not None}
-    changed = scoring.replace(**scoring_changes)
+    asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm}
+    scoring_changes = {k: v for k, v in asked.items() if v is not None}
+    weighting = scoring._replace(**scoring_changes).weighting()
+    if base is not None and weighting != scoring.weighting():
+        # The learnt messages were summed with their own transform, which they are not kept to redo.
+        raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    try:
+        changed = scoring.replace(**scoring_changes)
+    except ValueError as err:
+        if not weighting:
+            raise
+        raise Failure(str(err), code=EXIT_USAGE) from err
     if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
         # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
         # all the mail learnt, which the model does not keep.
