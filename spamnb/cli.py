@@ -245,6 +245,13 @@ def scoring_options(fn: F) -> F:
         help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.events registers them). [default: fisher]",
     )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
+    fn = click.option(
+        "--meta",
+        type=click.Choice(["none", "gaussian", "gda"]),
+        default=None,
+        help="Also score numeric features (size, header fields, recipients, links, shares of HTML and capitals) "
+        "as per-class Gaussians: independent (gaussian) or with one shared covariance (gda). [default: none]",
+    )(fn)
     return fn
 
 
@@ -296,6 +303,7 @@ class ModelOptions(NamedTuple):
     stopwords: bool | None
     event: str | None
     alpha: float | None
+    meta: str | None
     spam_cutoff: float | None
     ham_cutoff: float | None
     min_count: int
@@ -333,8 +341,14 @@ def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
             code=2,
         )
     tokens = tokens.replace(**token_changes)
-    scoring_changes = {k: v for k, v in {"event": options.event, "alpha": options.alpha}.items() if v is not None}
+    scoring_changes = {k: v for k, v in {"event": options.event, "alpha": options.alpha, "meta": options.meta}.items() if v is not None}
     changed = scoring.replace(**scoring_changes)
+    if base is not None and changed.meta != scoring.meta:
+        # The moments of the mail learnt without the features are not in the model.
+        raise Failure(
+            f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)",
+            code=EXIT_USAGE,
+        )
     if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
         # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
         # all the mail learnt, which the model does not keep.
@@ -671,7 +685,7 @@ def evaluate(
                 items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
                 scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
             else:
-                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs)
+                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs, numeric=scoring.meta != "none")
                 scored, problems = classifier.folds_scored(data, folds or 5, scoring, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
@@ -784,7 +798,8 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
     for item in sources.read_source(explain_src, max_bytes=model.tokens.max_bytes):
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
-        e = model.explain(tokenize(item.data))
+        numeric: list[int] | None = [] if model.scoring.meta != "none" else None
+        e = model.explain(tokenize(item.data, numeric), numeric)
         score = model.scoring.probability(e.log_odds)
         rows = report.explanation_rows(model, e, top)
         verdict = model.scoring.verdict(score)

@@ -39,11 +39,14 @@ class MergeReport:
 
 
 def check_settings(names: Sequence[str], models: Sequence[Model]) -> None:
-    """Every model tokenises as the first does: counts of different tokens do not add."""
+    """Every model tokenises as the first does: counts of different tokens do not add; and
+    scores the numeric features as it does: one without them holds none to add."""
     first = models[0].tokens
     for name, model in zip(names[1:], models[1:], strict=True):
         if model.tokens != first:
             raise MergeError(f"{name} was trained with tokeniser settings {model.tokens.to_json()}, {names[0]} with {first.to_json()}: their counts cannot be added")
+        if model.scoring.meta != models[0].scoring.meta:
+            raise MergeError(f"{name} was trained with --meta {model.scoring.meta}, {names[0]} with --meta {models[0].scoring.meta}: their counts cannot be added")
 
 
 def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int | None) -> tuple[list[dict[bytes, int]], int, int]:
@@ -135,6 +138,7 @@ def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:
     target.counts.tf[:, cols] += other.counts.tf.astype(np.int64)
     target.counts.df[:, cols] += other.counts.df.astype(np.int64)
     target.counts.docs += other.counts.docs.astype(np.int64)
+    target.moments = target.moments + other.moments
     target.learnt.update(other.learnt)
 
 

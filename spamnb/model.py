@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamnb import events, nb
+from spamnb import events, meta, nb
 from spamnb.features import GrowingSorted, Rows, SortedTokens, Vocabulary
 from spamnb.tokens import TokenSettings, field_ids
 
@@ -26,6 +26,8 @@ class ScoringFields(NamedTuple):
     # Fitted with the calibration: a spam verdict also needs P above this, so that the
     # ham the verdict loses stays within HAM_LOSS of the ham (see `ham_loss_floor`).
     spam_floor: float = 0.0
+    # The numeric features' term (spamnb.meta): "none", "gaussian" or "gda".
+    meta: str = "none"
 
 
 class Scoring(ScoringFields):
@@ -46,6 +48,8 @@ class Scoring(ScoringFields):
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
         if not 0.0 <= self.spam_floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {self.spam_floor}")
+        if self.meta not in meta.KINDS:
+            raise ValueError(f"unknown --meta {self.meta!r}; choose from {', '.join(meta.KINDS)}")
         a, b = self.calibration
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
@@ -216,6 +220,7 @@ class Model:
     """Tokeniser settings, scoring defaults, vocabulary and counts: what a model file holds.
 
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
+    `moments`: the numeric features' moments per class (spamnb.meta), int64 (2, WIDTH, WIDTH).
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
     read-only), never saved.  (A plain class: see nb.Counts.)
     """
@@ -228,6 +233,7 @@ class Model:
         counts: nb.Counts | None = None,
         learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
+        moments: np.ndarray | None = None,
     ) -> None:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
@@ -235,6 +241,11 @@ class Model:
         self.counts = counts if counts is not None else nb.Counts.empty()
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
+        self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
+
+    def gaussians(self) -> meta.Gaussians:
+        """The numeric features' term as the model's scoring sets it."""
+        return meta.Gaussians(self.scoring.meta, self.moments.tolist())
 
     def growable(self) -> Vocabulary:
         if isinstance(self.vocab, GrowingSorted):
@@ -280,8 +291,10 @@ class Model:
         """The tokens' duplicate-evidence keys (nb.duplicate_keys) from the event model's own minimum."""
         return nb.duplicate_keys(self.counts, cols, self.scoring.event_model().duplicate_min)
 
-    def explain(self, tokens: list[str]) -> Explanation:
-        """One message's log-odds, token by token, without touching the rest of the vocabulary."""
+    def explain(self, tokens: list[str], numeric: list[int] | None = None) -> Explanation:
+        """One message's log-odds, token by token, without touching the rest of the vocabulary;
+        and the term of its numeric features `numeric` (tokens.message_features) where the
+        model scores them."""
         distinct = Counter(tokens)
         every = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
         known = every >= 0
@@ -303,7 +316,10 @@ class Model:
         contributions = w * x * evidence * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), np.where(evidence, keys, -1))
         # Linear models: the bias is the prior and absent tokens.  Fisher combining is
         # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
-        return Explanation(names, cols, x, contributions, log_odds - float(contributions.sum()), int((~known).sum()))
+        numeric_terms = tuple(self.gaussians().contributions(numeric)) if numeric is not None else ()
+        return Explanation(
+            names, cols, x, contributions, log_odds - float(contributions.sum()), int((~known).sum()), numeric, numeric_terms
+        )
 
 
 class Explanation(NamedTuple):
@@ -316,7 +332,9 @@ class Explanation(NamedTuple):
     contributions: np.ndarray
     bias: float
     unknown: int = 0  # distinct tokens the model has never seen (Fisher: neutral evidence)
+    numeric: list[int] | None = None  # the message's numeric features (fixed point), where scored
+    numeric_terms: tuple[float, ...] = ()  # their shares of the log-odds (spamnb.meta), in meta.NAMES' order
 
     @property
     def log_odds(self) -> float:
-        return float(self.contributions.sum() + self.bias)
+        return float(self.contributions.sum() + self.bias) + math.fsum(self.numeric_terms)

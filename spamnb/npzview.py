@@ -21,6 +21,9 @@ from collections import namedtuple
 FORMAT = "spamnb-model"
 VERSION = 7  # the history of the format: docs/measurements.md
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
+# `offsets` (computed when absent) and `meta`, the numeric features' moments (spamnb.meta),
+# only in a model that scores them.
+OPTIONAL = ("offsets", "meta")
 
 
 class ModelError(Exception):

@@ -14,7 +14,7 @@ import math
 from bisect import bisect_right
 from collections import Counter, namedtuple
 
-from spamnb import journal, npzview
+from spamnb import journal, meta, npzview
 from spamnb.npzview import ModelError
 from spamnb.sortedtokens import SortedTokens, blob_offsets
 from spamnb.tokens import TokenSettings, field_numbers
@@ -58,18 +58,25 @@ def bucket(count: int) -> int:
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff", "spam_floor")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "spam_cutoff", "spam_floor")
 
     def __init__(
-        self, event: str, alpha: float, spam_cutoff: float, ham_cutoff: float, calibration: tuple[float, float], spam_floor: float = 0.0
+        self,
+        event: str,
+        alpha: float,
+        spam_cutoff: float,
+        ham_cutoff: float,
+        calibration: tuple[float, float],
+        spam_floor: float = 0.0,
+        meta: str = "none",
     ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
-        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
+        self.spam_cutoff, self.ham_cutoff, self.spam_floor, self.meta = spam_cutoff, ham_cutoff, spam_floor, meta
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta"}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -80,6 +87,9 @@ class Scoring:
         spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
         a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
         floor = float(data.get("spam_floor", 0.0))
+        kind = data.get("meta", "none")
+        if kind not in meta.KINDS:
+            raise ValueError(f"unknown --meta {kind!r}; choose from {', '.join(meta.KINDS)}")
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, not {alpha}")
         if not 0.0 <= ham <= spam <= 1.0:
@@ -88,7 +98,7 @@ class Scoring:
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
         if not 0.0 <= floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {floor}")
-        return cls(event, alpha, spam, ham, (a, b), floor)
+        return cls(event, alpha, spam, ham, (a, b), floor, kind)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -123,7 +133,7 @@ class OneModel:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets",))
+        self._mm, a = npzview.open_members(path, npzview.REQUIRED, npzview.OPTIONAL)
         try:
             fmt = a["format"].text()
             if fmt != npzview.FORMAT:
@@ -154,6 +164,7 @@ class OneModel:
             self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
+            self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
         except ModelError:
             raise
         except RecursionError as err:
@@ -166,6 +177,7 @@ class OneModel:
         self.base_docs = self.docs
         self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
         self.n_features = n
+        self._gaussians: meta.Gaussians | None = None
         self._linear: Linear | None = None
         # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
         self._now: dict[str, list[int]] = {}
@@ -226,18 +238,28 @@ class OneModel:
         if missing:
             raise ModelError(f"{self.path}: the model has no {' and no '.join(missing)} messages yet: train it on both classes")
 
-    def log_odds(self, tokens: list[str]) -> float:
-        """The message's log-odds under the model, as batch classify scores it."""
-        return self.log_odds_of(Counter(tokens))
+    def log_odds(self, tokens: list[str], numeric: list[int] | None = None) -> float:
+        """The message's log-odds under the model, as batch classify scores it (`numeric`:
+        its numeric features, where the model scores them)."""
+        return self.log_odds_of(Counter(tokens), numeric)
 
-    def log_odds_of(self, distinct: Counter[str]) -> float:
+    def log_odds_of(self, distinct: Counter[str] | dict[str, int], numeric: list[int] | None = None) -> float:
         """`log_odds` of a message's distinct tokens with their counts."""
         self.check_trained()
         names = list(distinct)
         counts = self.counts_of(names)
         if self.scoring.event == "fisher":
-            return self.fisher(names, counts)
-        return self.linear(counts, list(distinct.values()))
+            text = self.fisher(names, counts)
+        else:
+            text = self.linear(counts, list(distinct.values()))
+        return text if numeric is None else text + self.gaussians().log_ratio(numeric)
+
+    def gaussians(self) -> meta.Gaussians:
+        """The numeric features' term (spamnb.meta), the journal's moments added."""
+        if self._gaussians is None:
+            moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
+            self._gaussians = meta.Gaussians(self.scoring.meta, moments)
+        return self._gaussians
 
     @staticmethod
     def shares(counts: list[list[int]], least: int) -> list[float]:
@@ -370,6 +392,7 @@ class OneModel:
         names = list(entry.tokens)
         before = [c and list(c) for c in self.counts_of(names)] if self._linear is not None else []
         self.journal.add(entry)
+        self._gaussians = None
         changes = entry.changes()
         if self._now is self.journal.tokens:
             pass  # an empty model's: the journal's counts, just added to
@@ -420,6 +443,15 @@ class OneModel:
             denom = self.docs[c] + 2 * alpha
             out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
         return out
+
+
+def moments_of(array: npzview.Array) -> list[list[list[int]]]:
+    """A model's numeric features' moments (spamnb.meta), as nested lists."""
+    w = meta.WIDTH
+    if array.kind != "i" or array.shape != (2, w, w) or array.fortran:
+        raise ValueError(f"numeric features' moments of shape {array.shape}")
+    flat = list(array.items())
+    return [[flat[(c * w + i) * w : (c * w + i + 1) * w] for i in range(w)] for c in (0, 1)]
 
 
 class Linear:
@@ -525,9 +557,11 @@ def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | N
         from spamnb import store
 
         full = store.load(path, scoring_only=True)
-        lo = full.explain(Tokenizer(full.tokens)(data)).log_odds
+        numeric: list[int] | None = [] if full.scoring.meta != "none" else None
+        lo = full.explain(Tokenizer(full.tokens)(data, numeric), numeric).log_odds
         p = full.scoring.probability(lo)
         return Verdict(lo, p, verdict_at(full.scoring, p, cutoffs))
-    lo = model.log_odds(Tokenizer(model.tokens)(data))
+    numeric = [] if model.scoring.meta != "none" else None
+    lo = model.log_odds(Tokenizer(model.tokens)(data, numeric), numeric)
     p = model.scoring.probability(lo)
     return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs))

@@ -71,10 +71,15 @@ def evaluate(
 CHUNK = 64
 
 
-def tokenise(state: tuple[Tokenizer, int], datas: list[bytes]) -> list[tuple[bytes, dict[str, int]]]:
-    """Map step: each message's digest (as learning takes it) and its distinct tokens with their counts."""
-    tokenize, cap = state
-    return [(headers.digest(data, cap), dict(Counter(tokenize(data)))) for data in datas]
+def tokenise(state: tuple[Tokenizer, int, bool], datas: list[bytes]) -> list[tuple[bytes, dict[str, int], list[int] | None]]:
+    """Map step: each message's digest (as learning takes it), its distinct tokens with
+    their counts, and its numeric features (if the model scores them; else None)."""
+    tokenize, cap, scored = state
+    out = []
+    for data in datas:
+        numeric: list[int] | None = [] if scored else None
+        out.append((headers.digest(data, cap), dict(Counter(tokenize(data, numeric))), numeric))
+    return out
 
 
 def run(
@@ -92,7 +97,7 @@ def run(
             batches.append(batch)
             yield [m.data for m in batch if not isinstance(m, Problem)]
 
-    for found in ordered_map(tokenise, (Tokenizer(model.tokens), model.tokens.max_bytes), tasks(), jobs):
+    for found in ordered_map(tokenise, (Tokenizer(model.tokens), model.tokens.max_bytes, model.scoring.meta != "none"), tasks(), jobs):
         batch, results = batches.popleft(), iter(found)
         for item in batch:
             if progress:
@@ -100,7 +105,7 @@ def run(
             if isinstance(item, Problem):
                 problems.append(item)
                 continue
-            key, counts = next(results)
+            key, counts, numeric = next(results)
             cls = class_of(item)
             if fit_points(len(odds)) and len(set(spam)) == 2:
                 import numpy as np
@@ -108,7 +113,7 @@ def run(
                 z, positive = np.array(odds), np.array(spam)
                 model.scoring.calibration = fit_platt(z, positive)
                 model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
-            log_odds = model.log_odds_of(counts) if min(model.docs) > 0 else 0.0
+            log_odds = model.log_odds_of(counts, numeric) if min(model.docs) > 0 else 0.0
             p = model.scoring.probability(log_odds)
             verdict = model.scoring.verdict(p)
             scored.append(Scored(item.id, item.label, log_odds, p, verdict))
@@ -122,7 +127,7 @@ def run(
                 if model.learnt_class(old) is not None:
                     key, before = old, model.learnt_class(old)
             if before != cls:
-                model.learn(journal.Entry(key, before, cls, counts))
+                model.learn(journal.Entry(key, before, cls, counts, numeric))
                 learnt += 1
     return Online(scored, problems, learnt)
 

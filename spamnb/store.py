@@ -10,6 +10,8 @@ Arrays (V tokens, M learnt messages):
   docs              (2,) int64: messages learnt per class
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
+  meta              (2, W, W) int64: the numeric features' moments per class (spamnb.meta);
+                    only in a model that scores them (scoring's "meta")
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
 so that `load(path, scoring_only=True)` maps the file and reads only the pages a
 message's tokens touch: scoring one message costs nearly the same with 10,000 or
@@ -35,6 +37,7 @@ from spamnb.model import Model, Scoring
 from spamnb.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,
     LOCAL_HEADER,
+    OPTIONAL,
     REQUIRED,
     VERSION,
     Member,  # noqa: F401
@@ -66,6 +69,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         blob, order = vocab.sorted_blob()
         tf, df = counts.tf[:, order], counts.df[:, order]
     digests = sorted(model.learnt.items())
+    numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
     return {
         "format": np.array(FORMAT),
         "version": np.array(VERSION),
@@ -78,6 +82,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         "scoring": np.array(model.scoring.to_json()),
         "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
         "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
+        **numeric,
     }
 
 
@@ -189,6 +194,7 @@ def with_journal(model: Model, path: str, ident: bytes) -> Model:
             counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
             counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
     counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)
+    model.moments = model.moments + np.array(changes.moments, dtype=np.int64)
     for digest, cls in changes.learnt.items():
         if cls is None:
             model.learnt.pop(digest, None)
@@ -220,7 +226,7 @@ def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
         missing = [k for k in REQUIRED if f"{k}.npy" not in entries]
         if missing:
             raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
-        names = [k for k in (*REQUIRED, "offsets") if f"{k}.npy" in entries]
+        names = [k for k in (*REQUIRED, *OPTIONAL) if f"{k}.npy" in entries]
 
         def member(name: str) -> tuple[BinaryIO, modelcheck.Header]:
             stream = archive.open(entries[f"{name}.npy"])
@@ -304,12 +310,18 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
             vocab=vocab,
             counts=nb.Counts(a["docs"].astype(np.int64), a["tf"].astype(np.int64), a["df"].astype(np.int64)),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
+            moments=moments_of(a),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
     if growable:
         model.growable()
     return model
+
+
+def moments_of(a: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The numeric features' moments (a model without them: None, that is none learnt)."""
+    return a["meta"].astype(np.int64) if "meta" in a else None
 
 
 def describe(err: BaseException) -> str:
@@ -333,6 +345,9 @@ def load_mapped(path: str) -> Model | None:
             return None  # the full loader adds the journal's changes to copies of the counts
         names = [*REQUIRED, "offsets"]
         if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
+            return None
+        names += [k for k in OPTIONAL if k not in names and f"{k}.npy" in directory]
+        if any(not directory[f"{k}.npy"].stored for k in names):
             return None
         headers, data_at = {}, {}
         for k in names:
@@ -377,6 +392,7 @@ def load_mapped(path: str) -> Model | None:
             vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
             counts=nb.Counts(arrays["docs"].astype(np.int64), arrays["tf"], arrays["df"]),
             scoring_only=True,
+            moments=moments_of(arrays),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
