@@ -800,14 +800,19 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
         numeric: list[int] | None = [] if model.scoring.meta != "none" else None
         e = model.explain(tokenize(item.data, numeric), numeric)
+        features = report.numeric_rows(e) if numeric is not None else None
         score = model.scoring.probability(e.log_odds)
         rows = report.explanation_rows(model, e, top)
         verdict = model.scoring.verdict(score)
         if as_json:
-            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "unknown_tokens": e.unknown, "tokens": rows}))
+            found = {"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "unknown_tokens": e.unknown, "tokens": rows}
+            click.echo(report.json_line({**found, "numeric_features": features} if features is not None else found))
             continue
         out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (the rest, not carried by single tokens: prior, absent tokens, combining: {e.bias:+.2f}; {e.unknown} distinct tokens unknown to the model)")
         out.print(report.token_table("tokens that moved the verdict most", rows, weight_name="contribution"))
+        if features is not None:
+            terms = ", ".join(f"{r['feature']} {r['value']:.3g} ({r['contribution']:+.2f})" for r in features)
+            out.print(f"numeric features (their log-odds {sum(e.numeric_terms):+.2f}, in the log-odds above): {terms}")
 
 
 def main() -> None:

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spamnb import nb
+from spamnb import meta, nb
 from spamnb.metrics import Report
 from spamnb.model import HAM_LOSS, Explanation, Model, Scored, Scoring
+from spamnb.tokens import FEATURE_SCALE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -233,8 +234,22 @@ def summary(model: Model, path: str) -> dict[str, Any]:
         "tokeniser": json.loads(model.tokens.to_json()),
         "scoring": json.loads(model.scoring.to_json()),
         "verdicts": verdict_summary(model),
+        "numeric_features": numeric_summary(model),
         **file_facts(path),
     }
+
+
+def numeric_summary(model: Model) -> dict[str, dict[str, float]]:
+    """Per numeric feature its mean in ham and in spam (spamnb.meta), where the model scores them."""
+    ham, spam = model.gaussians().means
+    return {name: {"ham_mean": h, "spam_mean": s} for name, h, s in zip(meta.NAMES, ham, spam, strict=True)}
+
+
+def numeric_rows(e: Explanation) -> list[dict[str, Any]]:
+    """The message's numeric features (spamnb.meta) with their shares of the log-odds."""
+    if e.numeric is None:
+        return []
+    return [{"feature": name, "value": v / FEATURE_SCALE, "contribution": c} for name, v, c in zip(meta.NAMES, e.numeric, e.numeric_terms, strict=True)]
 
 
 def file_facts(path: str) -> dict[str, Any]:
@@ -285,6 +300,9 @@ def summary_table(info: dict[str, Any]) -> Table:
     table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
     table.add_row("scoring", ", ".join(f"{k}={v}" for k, v in info["scoring"].items()))
     table.add_row("verdicts", verdicts_line(info["scoring"], info["verdicts"]))
+    if info["numeric_features"]:
+        means = (f"{name} {m['ham_mean']:.3g} / {m['spam_mean']:.3g}" for name, m in info["numeric_features"].items())
+        table.add_row("numeric features", "mean in ham / spam: " + "; ".join(means))
     return table
 
 

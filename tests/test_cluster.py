@@ -196,3 +196,17 @@ def test_mail_changed_between_the_passes_is_an_error(tmp_path: Path, corpus: Cor
     files[1].write_bytes(corpus.spam[1] + b"\nedited\n")
     with pytest.raises(cluster.ClusterError, match="changed while training"):
         cluster.shard_counts(part, plan, 0, [], work)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "gda"])
+def test_the_numeric_features_learn_score_and_cross_validate_alike(client: object, kind: str) -> None:
+    scoring = Scoring(meta=kind)
+    models = learn_both(client, [SPAM], [HAM], base=(store.empty_model(TokenSettings(), scoring), store.empty_model(TokenSettings(), scoring)), jobs=2)
+    assert models[0].moments[:, 0, 0].tolist() == [56, 54]
+    srcs = [HAM, SPAM]
+    assert list(cluster.classify(client, models[0], sources.locate_all(srcs), shard=3)) == list(classifier.classify(models[0], sources.read_all(srcs)))
+    learn_both(client, [SPAM], [], base=models, forget=True)
+    index = str(SAMPLE / "index")
+    want = classifier.cross_validate(sources.read_labelled([], [], index), 5, TokenSettings(), scoring, jobs=2)
+    data = cluster.tokenise_labelled(client, sources.locate_labelled([], [], index), TokenSettings(), jobs=2, shard=9, numeric=True)
+    assert classifier.folds_scored(data, 5, scoring) == want
