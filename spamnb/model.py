@@ -85,7 +85,10 @@ class Scoring(ScoringFields):
         return "unsure"
 
     def to_json(self) -> str:
-        return json.dumps(self._asdict(), sort_keys=True)
+        data = self._asdict()
+        if data["meta"] == "none":
+            del data["meta"]  # a model without the term is saved as before there was one
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:

@@ -234,14 +234,17 @@ def summary(model: Model, path: str) -> dict[str, Any]:
         "tokeniser": json.loads(model.tokens.to_json()),
         "scoring": json.loads(model.scoring.to_json()),
         "verdicts": verdict_summary(model),
-        "numeric_features": numeric_summary(model),
+        **({"numeric_features": numeric_summary(model)} if model.scoring.meta != "none" else {}),
         **file_facts(path),
     }
 
 
 def numeric_summary(model: Model) -> dict[str, dict[str, float]]:
     """Per numeric feature its mean in ham and in spam (spamnb.meta), where the model scores them."""
-    ham, spam = model.gaussians().means
+    gaussians = model.gaussians()
+    if gaussians.kind == "none":
+        return {}
+    ham, spam = gaussians.means
     return {name: {"ham_mean": h, "spam_mean": s} for name, h, s in zip(meta.NAMES, ham, spam, strict=True)}
 
 
@@ -300,7 +303,7 @@ def summary_table(info: dict[str, Any]) -> Table:
     table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
     table.add_row("scoring", ", ".join(f"{k}={v}" for k, v in info["scoring"].items()))
     table.add_row("verdicts", verdicts_line(info["scoring"], info["verdicts"]))
-    if info["numeric_features"]:
+    if info.get("numeric_features"):
         means = (f"{name} {m['ham_mean']:.3g} / {m['spam_mean']:.3g}" for name, m in info["numeric_features"].items())
         table.add_row("numeric features", "mean in ham / spam: " + "; ".join(means))
     return table

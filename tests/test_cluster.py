@@ -191,7 +191,7 @@ def test_mail_changed_between_the_passes_is_an_error(tmp_path: Path, corpus: Cor
     keyed = cluster.shard_keys(part, 1 << 20)
     plan = cluster.Plan([0, 1], [k for _, k, _, _ in keyed], [0, 1], [1, 1], [1, 1])
     model = fresh()
-    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring.event_model()), 256, model.tokens.max_bytes)
+    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring), 256, model.tokens.max_bytes)
     assert len(cluster.shard_counts(part, plan, 0, [], work).tokens) > 0
     files[1].write_bytes(corpus.spam[1] + b"\nedited\n")
     with pytest.raises(cluster.ClusterError, match="changed while training"):

@@ -213,15 +213,12 @@ def test_refusals(trained: tuple[str, str], tmp_path: Path) -> None:
     assert mixed.exit_code == 3 and "--meta" in mixed.output
 
 
-def test_a_model_from_before_the_term_loads(tmp_path: Path) -> None:
+def test_a_model_without_the_term_is_saved_as_before(tmp_path: Path) -> None:
     model = store.empty_model(TokenSettings(), Scoring())
     classifier.learn(model, sample_items())
     arrays = store.to_arrays(model)
-    scoring = json.loads(str(arrays["scoring"][()]))
-    del scoring["meta"]
-    arrays["scoring"] = np.array(json.dumps(scoring))
-    path = tmp_path / "old.npz"
-    with open(path, "wb") as out:
-        store.write_npz(out, arrays)
+    assert "meta" not in arrays and "meta" not in json.loads(str(arrays["scoring"][()]))
+    path = tmp_path / "plain.npz"
+    store.save(model, str(path))
     assert store.load(str(path)).scoring.meta == "none"
     assert onemessage.OneModel(str(path)).scoring.meta == "none"
