@@ -160,6 +160,7 @@ def learn(
     tokenise = Tokenise.of(model.tokens, model.scoring)
     pending: deque[_Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
+    offers = Offers()
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, chunk_size(jobs)):
@@ -176,6 +177,8 @@ def learn(
                         change.which.append(len(datas))
                         change.classes.append(c)
                         change.signs.append(sign)
+                        if sign > 0:
+                            offers.add(key)
                     datas.append(item.data)
             pending.append(change)
             yield datas
@@ -187,8 +190,9 @@ def learn(
             offer_learnt(sample, chunk, change, mapping)
         if progress:
             progress(change.size)
-    if sample.items:
-        calibrate_on(model, sample.items, jobs)
+    kept = [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced]
+    if kept:
+        calibrate_on(model, kept, jobs)
     return report
 
 
@@ -234,22 +238,48 @@ def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
 CALIBRATION_SAMPLE = 10_000
 
 
+class Offers:
+    """The messages offered to the calibration sample, numbered from 0 in order, and
+    the offers that a later one of the same message (digest) replaces.
+
+    A message that moves class within one run is offered as each class; only its last
+    offer counts, since the counts hold it only as that class (held out as the class it
+    left, its counts went below zero: numpy's RuntimeWarnings and a calibration fitted
+    on a message labelled both ways)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: dict[bytes, int] = {}
+        self.replaced: set[int] = set()
+
+    def add(self, key: bytes) -> None:
+        before = self.last.get(key)
+        if before is not None:
+            self.replaced.add(before)
+        self.last[key] = self.count
+        self.count += 1
+
+
 class Reservoir:
-    """A uniform sample of at most `size` of the items offered (Vitter's algorithm R), reproducible."""
+    """A uniform sample of at most `size` of the items offered (Vitter's algorithm R), reproducible;
+    `numbers`: each item's place among the offers, from 0."""
 
     def __init__(self, size: int, seed: int = 0) -> None:
         self.size, self.seen, self.seed = size, 0, seed
         self.items: list[Sampled] = []
+        self.numbers: list[int] = []
         self._rng: np.random.Generator | None = None
 
     def offer(self, item: Sampled) -> None:
         self.seen += 1
         if len(self.items) < self.size:
             self.items.append(item)
+            self.numbers.append(self.seen - 1)
         else:
             j = int(self.rng().integers(self.seen))
             if j < self.size:
                 self.items[j] = item
+                self.numbers[j] = self.seen - 1
 
     def rng(self) -> np.random.Generator:
         # Made when first needed, so that train on fewer than `size` messages never imports

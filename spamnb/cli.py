@@ -773,7 +773,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 @cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
-@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict.")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of ln(P / (1 - P)), P the P(spam) the verdict uses; the shares and the rest add up to it.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option
 @guarded
@@ -800,19 +800,14 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
         numeric: list[int] | None = [] if model.scoring.meta != "none" else None
         e = model.explain(tokenize(item.data, numeric), numeric)
-        features = report.numeric_rows(e) if numeric is not None else None
         score = model.scoring.probability(e.log_odds)
-        rows = report.explanation_rows(model, e, top)
+        shown = report.explanation(model, e, top)
         verdict = model.scoring.verdict(score)
         if as_json:
-            found = {"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "prior_log_odds": e.bias, "unknown_tokens": e.unknown, "tokens": rows}
-            click.echo(report.json_line({**found, "numeric_features": features} if features is not None else found))
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "unknown_tokens": e.unknown, **shown}))
             continue
-        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}, log-odds {e.log_odds:+.2f} (the rest, not carried by single tokens: prior, absent tokens, combining: {e.bias:+.2f}; {e.unknown} distinct tokens unknown to the model)")
-        out.print(report.token_table("tokens that moved the verdict most", rows, weight_name="contribution"))
-        if features is not None:
-            terms = ", ".join(f"{r['feature']} {r['value']:.3g} ({r['contribution']:+.2f})" for r in features)
-            out.print(f"numeric features (their log-odds {sum(e.numeric_terms):+.2f}, in the log-odds above): {terms}")
+        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}; ln(P / (1 - P)) = {e.logit:+.3f}, the tokens' shares and the rest below ({e.unknown} distinct tokens unknown to the model)")
+        out.print(report.explanation_table(shown))
 
 
 def main() -> None:

@@ -57,11 +57,18 @@ def connect(address: str, workers: int, processes: bool = True) -> Iterator[Clie
     """A client of the scheduler at `address`, or of a LocalCluster of `workers` processes (`local`)."""
     require()
     import dask
+    from distributed import KilledWorker
 
     # The shards' file lists are the graph's data: with 200,000 files Dask warned on stderr
     # of a "large graph" (its threshold is 10 MB).
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GiB"}):
-        yield from _connected(address, workers, processes)
+        try:
+            yield from _connected(address, workers, processes)
+        except KilledWorker as err:
+            # Dask reruns a lost worker's tasks elsewhere, up to its allowed-failures; past
+            # that one task keeps killing its workers (out of memory, say): not a bug of ours.
+            died = err.allowed_failures + 1
+            raise ClusterError(f"--dask {address}: {died} worker{'s' * (died > 1)} died running task {err.task}; see the workers' logs") from err
 
 
 def _connected(address: str, workers: int, processes: bool) -> Iterator[Client]:
@@ -282,9 +289,10 @@ def learn(
     plans: list[Plan] = []
     first_offers: list[int] = []
     sizes: list[int] = []  # messages and Problems per shard
-    offers = 0
+    offers = classifier.Offers()
     for fut in client.map(shard_keys, parts, max_bytes=max_bytes, pure=False):
         plan = Plan([], [], [], [], [])
+        first_offers.append(offers.count)
         entries = fut.result()
         for pos, entry in enumerate(entries):
             if isinstance(entry, Problem):
@@ -297,15 +305,15 @@ def learn(
                 plan.which.append(len(plan.picks))
                 plan.classes.append(c)
                 plan.signs.append(sign)
+                if sign > 0:
+                    offers.add(key)
             if changes:
                 plan.picks.append(pos)
                 plan.keys.append(key)
         sizes.append(len(entries))
         fut.release()
         plans.append(plan)
-        first_offers.append(offers)
-        offers += 0 if forget else plan.signs.count(1)
-    slots = sample_offers(offers, classifier.CALIBRATION_SAMPLE)
+    slots = [offer for offer in sample_offers(offers.count, classifier.CALIBRATION_SAMPLE) if offer not in offers.replaced]
     wanted: list[list[int]] = [[] for _ in parts]
     for offer in slots:
         wanted[int(np.searchsorted(first_offers, offer, side="right")) - 1].append(offer)

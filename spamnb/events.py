@@ -9,7 +9,7 @@ import numpy as np
 
 from spamnb.chi2 import log_chi2_tails
 from spamnb.features import Rows
-from spamnb.nb import DENSE_GROUPS, HAM, SPAM, Counts, Entries, EventModel, class_log_prior, row_sums
+from spamnb.nb import DENSE_GROUPS, HAM, SPAM, Counts, Entries, EventModel, class_log_prior, placed, row_sums
 
 EVENT_MODELS: dict[str, type[EventModel]] = {}
 
@@ -44,6 +44,12 @@ class Linear(EventModel):
 
     def combine(self, sums: np.ndarray, b: float, unknown: np.ndarray) -> np.ndarray:
         return np.asarray(sums, dtype=np.float64).ravel() + b
+
+    def explain(self, table: np.ndarray, b: float, rows: Rows, keys: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """Each token's weight times its weight in the message; the rest is b (the prior, and
+        for Bernoulli the absent tokens)."""
+        e = self.entries(table, rows, keys)
+        return placed(rows, np.ones(len(rows.cols), bool), e.x * e.per_entry.reshape(len(e.x))), b
 
 
 class Occurrences(Linear):
@@ -225,16 +231,59 @@ class Fisher(EventModel):
         with np.errstate(divide="ignore"):
             return np.where(tokens > 0, np.maximum(np.rint(self.independence * tokens**self.power), 1.0), 0.0)
 
+    def counted(self, fields: np.ndarray) -> np.ndarray:
+        """All but the tokens of a list server's fields (tokens.NOT_EVIDENCE): they say which
+        list, not whether spam, and one list's many fields outvoted the body."""
+        return np.asarray(fields) >= 0
+
     def log_odds(self, table: np.ndarray, b: float, rows: Rows, keys: np.ndarray | None = None) -> np.ndarray:
         """As `EventModel.log_odds`; where `rows` carry fields, each field's tokens are
-        tests apart and the tokens of fields numbered below 0 are left out."""
+        tests apart and only the `counted` fields' tokens count."""
         if rows.fields is None:
             return super().log_odds(table, b, rows, keys)
-        if rows.fields.min(initial=0) < 0:
-            rows = rows.keep(rows.fields >= 0)  # tokens.NOT_EVIDENCE
+        counted = self.counted(rows.fields)
+        if not counted.all():
+            rows = rows.keep(counted)
         n = len(rows.lengths)
         e = self.entries(table, rows, keys)
         return self.by_fields(e, b, n)
+
+    def explain(self, table: np.ndarray, b: float, rows: Rows, keys: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """Fisher's combining is not a sum, so its chi-square part is shared out: each token
+        pulls the two sums it combines (of ln f and of ln(1 - f), scaled by its field's
+        tests) away from neutral evidence f = x; each sum's part is its Shapley value (the
+        mean of its effect with the other sum neutral and moved), shared among the tokens
+        in proportion to their pulls on it.  The combining grows with the first sum and falls
+        with the second, so each token's share has the sign of its own evidence.  The mean
+        part (`mean_weight`) is a sum already.  The rest: a message of neutral tokens (b)."""
+        log_odds = float(self.log_odds(table, b, rows, keys)[0])
+        kept = np.ones(len(rows.cols), bool) if rows.fields is None else self.counted(rows.fields)
+        e = self.entries(table, rows.keep(kept), keys)
+        fields = np.zeros(len(e.x), np.int64) if e.fields is None else e.fields
+        unknown = np.zeros(len(e.unknown_rows), np.int64) if e.unknown_fields is None else e.unknown_fields
+        width = int(max(fields.max(initial=0), unknown.max(initial=0))) + 1
+        tokens = np.bincount(fields, weights=e.x, minlength=width) + np.bincount(unknown, minlength=width)
+        tests = self.tests(tokens)
+        n = float(tests.sum())
+        if n == 0:
+            return np.zeros(len(rows.cols)), log_odds
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(tokens > 0, tests / tokens, 0.0)
+        neutral = self.unknown_row()[:2]
+        pulls = (e.x * factor[fields])[:, None] * (e.per_entry[:, :2] - neutral)  # (tokens, 2)
+        pulled = pulls.sum(axis=0)
+        at = n * neutral
+        corners = np.array([[*(at + pulled), n], [at[0] + pulled[0], at[1], n], [at[0], at[1] + pulled[1], n], [*at, n]])
+        both, first, second, neither = self.chi_square(np.zeros((4, 3)), 0.0, corners)
+        parts = ((first - neither + both - second) / 2, (second - neither + both - first) / 2)
+        shares = np.zeros(len(e.x))
+        for j, part in enumerate(parts):
+            if pulled[j] != 0:
+                shares += part * pulls[:, j] / pulled[j]
+        if self.mean_weight:
+            own = (e.per_entry[:, 0] - e.per_entry[:, 1]) - (neutral[0] - neutral[1])
+            shares += self.mean_weight * e.x * own / max(e.x.sum() + len(unknown), 1.0)
+        return placed(rows, kept, shares), log_odds - float(shares.sum())
 
     def by_fields(self, e: Entries, b: float, n: int) -> np.ndarray:
         """Log-odds of n rows from their entries, each field's t tokens counted as `tests(t)`:

@@ -294,10 +294,17 @@ class Model:
         """The tokens' duplicate-evidence keys (nb.duplicate_keys) from the event model's own minimum."""
         return nb.duplicate_keys(self.counts, cols, self.scoring.event_model().duplicate_min)
 
+    def counted(self, tokens: list[str]) -> np.ndarray:
+        """Which of `tokens` scoring counts (nb.EventModel.counted)."""
+        event = self.scoring.event_model()
+        return event.counted(field_ids(tokens)) if event.by_field else np.ones(len(tokens), bool)
+
     def explain(self, tokens: list[str], numeric: list[int] | None = None) -> Explanation:
-        """One message's log-odds, token by token, without touching the rest of the vocabulary;
-        and the term of its numeric features `numeric` (tokens.message_features) where the
-        model scores them."""
+        """One message's verdict token by token (nb.EventModel.explain), on the scale of its
+        calibrated P(spam): each share times the calibration's slope a, and the rest with
+        its offset b added, sum to a log-odds + b = ln(P / (1 - P)).  Reads only the
+        message's own tokens of the vocabulary.  With its numeric features `numeric`
+        (tokens.message_features), their shares too, where the model scores them."""
         distinct = Counter(tokens)
         every = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
         known = every >= 0
@@ -305,39 +312,38 @@ class Model:
         cols = every[known]
         counts = np.fromiter(distinct.values(), dtype=np.int64, count=len(distinct))
         event = self.scoring.event_model()
-        w, _ = self.weights(cols)
         table, b = self.table(cols)
         keys = self.duplicate_keys(cols)
         # As batch scoring scores it: the table covers the message's known tokens only.
         local = np.where(known, np.cumsum(known) - 1, -1)
         fields = field_ids(list(distinct)) if event.by_field else None
-        log_odds = float(event.log_odds(table, b, Rows(local, counts, np.array([len(distinct)]), fields), keys)[0])
-        x = np.asarray(event.prepare(counts[known].astype(np.float64)), dtype=np.float64)
-        # Tokens of a list server's fields carry nothing under Fisher (tokens.NOT_EVIDENCE).
-        evidence = np.ones(len(cols), bool) if fields is None else fields[known] >= 0
-        # A token sharing its evidence with k others of the message carries 1/k of it.
-        contributions = w * x * evidence * nb.duplicate_shares(np.zeros(len(keys), np.int64), np.arange(len(keys)), np.where(evidence, keys, -1))
-        # Linear models: the bias is the prior and absent tokens.  Fisher combining is
-        # not a sum, so there the bias is whatever the combining adds to the tokens' sum.
-        numeric_terms = tuple(self.gaussians().contributions(numeric)) if numeric is not None else ()
+        rows = Rows(local, counts, np.array([len(distinct)]), fields)
+        terms = self.gaussians().contributions(numeric) if numeric is not None else []
+        log_odds = float(event.log_odds(table, b, rows, keys)[0]) + math.fsum(terms)
+        shares, rest = event.explain(table, b, rows, keys)
+        a, offset = self.scoring.calibration
         return Explanation(
-            names, cols, x, contributions, log_odds - float(contributions.sum()), int((~known).sum()), numeric, numeric_terms
+            names, cols, counts[known], a * shares[known], a * rest + offset, log_odds, int((~known).sum()), numeric, tuple(a * t for t in terms)
         )
 
 
 class Explanation(NamedTuple):
-    """Per known token: its column, its count in the message and its share of the log-odds;
-    and how many distinct tokens were unknown."""
+    """One message's verdict on the scale of its calibrated P(spam), the logit
+    ln(P / (1 - P)): per known token, its column, its count in the message and its share
+    of the logit (0 for one scoring does not count); the rest, which no token carries
+    (the prior, absent tokens, the calibration's offset); the raw log-odds (as
+    `classify --json` gives them); how many distinct tokens were unknown."""
 
     tokens: list[str]
     cols: np.ndarray
     counts: np.ndarray
     contributions: np.ndarray
-    bias: float
+    rest: float
+    log_odds: float
     unknown: int = 0  # distinct tokens the model has never seen (Fisher: neutral evidence)
     numeric: list[int] | None = None  # the message's numeric features (fixed point), where scored
-    numeric_terms: tuple[float, ...] = ()  # their shares of the log-odds (spamnb.meta), in meta.NAMES' order
+    numeric_terms: tuple[float, ...] = ()  # their shares of the logit (spamnb.meta), in meta.NAMES' order
 
     @property
-    def log_odds(self) -> float:
-        return float(self.contributions.sum() + self.bias) + math.fsum(self.numeric_terms)
+    def logit(self) -> float:
+        return float(self.contributions.sum() + self.rest) + math.fsum(self.numeric_terms)

@@ -191,6 +191,17 @@ def row_sums(rows: np.ndarray, n: int, weights: np.ndarray, per_entry: np.ndarra
     return np.column_stack([np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T])
 
 
+def placed(rows: Rows, kept: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per entry of one message's `rows`, the value of `values` of its known entries where
+    `kept`, in entry order (as `EventModel.entries` sorts them when the known columns
+    increase along the entries, as `model.Model.explain` numbers them); 0 elsewhere."""
+    at = np.flatnonzero(kept & (rows.cols >= 0))
+    assert len(rows.lengths) == 1 and (np.diff(rows.cols[at]) > 0).all(), "one message, its known columns increasing"
+    out = np.zeros(len(rows.cols))
+    out[at] = values
+    return out
+
+
 class Entries(NamedTuple):
     """A batch's entries as an event model sums them: the known ones sorted by (row, column),
     so the floats do not depend on how the messages were cut into chunks, then the unknown."""
@@ -213,7 +224,10 @@ class EventModel(ABC):
     - `weights(counts, cols)`: each token's own evidence for spam, for listing and explaining;
     - `combine(sums, b, unknown)`: the log-odds from each message's sums of table rows
       (and its number of tokens unknown to the model);
+    - `explain(table, b, rows, keys)`: one message's log-odds as each token's share of it
+      plus the rest, which no token carries (what `inspect --explain` shows);
     - and may override `prepare` (an entry's weight from its count: by default presence),
+      `counted` (which header fields' tokens scoring counts: by default all),
       `unknown_row` (what an unknown token adds to the sums: by default nothing) and
       `log_odds` (the template below, for a model that scores fields apart).
 
@@ -246,6 +260,15 @@ class EventModel(ABC):
 
     @abstractmethod
     def combine(self, sums: np.ndarray, b: float, unknown: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def explain(self, table: np.ndarray, b: float, rows: Rows, keys: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """One message's `log_odds` (`rows` holds one) as a sum: each entry's share (0 for a
+        token unknown to the model or not `counted`) and the rest, which no token carries."""
+
+    def counted(self, fields: np.ndarray) -> np.ndarray:
+        """Which tokens scoring counts, by their header fields (`tokens.field_ids`): all."""
+        return np.ones(len(fields), bool)
 
     def prepare(self, counts: np.ndarray) -> np.ndarray:
         """An entry's weight from the token's count in the message: presence."""

@@ -249,8 +249,9 @@ def numeric_summary(model: Model) -> dict[str, dict[str, float]]:
 
 
 def numeric_rows(e: Explanation) -> list[dict[str, Any]]:
-    """The message's numeric features (spamnb.meta) with their shares of the log-odds."""
-    if e.numeric is None:
+    """The message's numeric features (spamnb.meta) with their shares of the logit (none
+    where the model does not score them, or has too few messages to)."""
+    if e.numeric is None or not e.numeric_terms:
         return []
     return [{"feature": name, "value": v / FEATURE_SCALE, "contribution": c} for name, v, c in zip(meta.NAMES, e.numeric, e.numeric_terms, strict=True)]
 
@@ -323,7 +324,9 @@ def verdicts_line(scoring: dict[str, Any], verdicts: dict[str, Any]) -> str:
     return line
 
 
-def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any]]:
+def explanation(model: Model, e: Explanation, n: int) -> dict[str, Any]:
+    """The n tokens that moved the verdict most and the rest: they sum to the logit of
+    P(spam) (model.Explanation)."""
     order = np.argsort(-np.abs(e.contributions), kind="mergesort")[:n]
     rows = []
     for i in order:
@@ -331,7 +334,25 @@ def explanation_rows(model: Model, e: Explanation, n: int) -> list[dict[str, Any
         row["contribution"] = row.pop("weight")
         row["in_message"] = int(e.counts[i])
         rows.append(row)
-    return rows
+    shown = {"logit": e.logit, "tokens": rows, "other_tokens": len(e.tokens) - len(rows)}
+    features = numeric_rows(e)
+    if features:
+        shown["numeric_features"] = features
+    return {**shown, "rest": e.logit - math.fsum(r["contribution"] for r in (*rows, *features))}
+
+
+def explanation_table(shown: dict[str, Any]) -> Table:
+    """`explanation` as a table whose printed numbers add up: the rest's is the printed
+    total less the printed tokens' (so it takes their rounding)."""
+    table = token_table("tokens that moved the verdict most", shown["tokens"], weight_name="contribution")
+    features = shown.get("numeric_features", [])
+    for r in features:
+        table.add_row(f"{r['feature']} {r['value']:.3g} (numeric feature)", f"{r['contribution']:+.3f}", "", "")
+    total = round(shown["logit"], 3)
+    rest = total - sum(round(r["contribution"], 3) for r in (*shown["tokens"], *features))
+    table.add_row(f"the rest ({shown['other_tokens']} more tokens, prior, calibration)", f"{rest:+.3f}", "", "")
+    table.add_row("sum: ln(P / (1 - P))", f"{total:+.3f}", "", "")
+    return table
 
 
 def stdout_is_terminal() -> bool:

@@ -1,12 +1,14 @@
 """The pipeline's calibration: held-out log-odds, the reservoir sample, and calibration when learning."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from spamnb import classifier, events, nb
 from spamnb.features import Rows
-from spamnb.model import Scoring
+from spamnb.model import Model, Scoring
 from tests.conftest import count_rows, rows_of
 
 
@@ -109,3 +111,29 @@ def test_calibration_is_fitted_when_learning(tmp_path):
     model = Model()
     classifier.learn(model, items)
     assert model.scoring.calibration != (1.0, 0.0)
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial"])
+def test_a_message_moved_within_one_run_is_calibrated_once_as_its_final_class(event: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from spamnb import sources
+
+
+    root = Path(__file__).resolve().parent.parent / "sample_corpus"
+    spam = [m for m in sources.read_source(str(root / "spam.mbox")) if isinstance(m, sources.Message)][:60]
+    ham = [m for m in sources.read_source(str(root / "ham.mbox")) if isinstance(m, sources.Message)][:60]
+    # The spam learnt first as ham (a copy in the wrong folder), then as spam: each moves.
+    items = [m._replace(label="ham") for m in spam] + [m._replace(label="ham") for m in ham] + [m._replace(label="spam") for m in spam]
+    seen: list[list[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]]] = []
+    calibrate_on = classifier.calibrate_on
+    monkeypatch.setattr(classifier, "calibrate_on", lambda model, sample, jobs=1: (seen.append(sample), calibrate_on(model, sample, jobs)))
+    model = Model(scoring=Scoring(event=event))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # held out as the class it left, its counts went below zero
+        report = classifier.learn(model, items)
+    moved = report.moved
+    assert moved > 50 and report.learnt > 100  # the sample corpus repeats a few messages
+    [sample] = seen
+    assert sorted(int(cls) for *_, cls in sample) == [0] * (report.learnt - moved) + [1] * moved
+    assert model.scoring.calibration != Scoring().calibration

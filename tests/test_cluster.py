@@ -1,15 +1,15 @@
 """`--dask`: train and classify on a Dask cluster give what they give without it.
 
 Most tests run on one in-process LocalCluster (threads, two workers) with shards of a
-few files, so the tree of merges has several levels; one runs the command line's own
-`--dask local` (worker processes).
+few files, so the tree of merges has several levels; those of the command line's own
+`--dask local` and of lost workers run worker processes.
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +66,19 @@ def test_calibration_sample_drawn_alike(client: object, monkeypatch: pytest.Monk
     local, _ = learn_both(client, [SPAM], [HAM], shard=3)
     monkeypatch.setattr(classifier, "CALIBRATION_SAMPLE", 10_000)
     assert local.scoring.calibration != learn_both(client, [SPAM], [HAM])[0].scoring.calibration
+
+
+def test_a_move_within_one_run_is_calibrated_alike(client: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # 15 spam learnt as spam, then from a copy as ham in the same run: only their last offers are sampled.
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    for path in sorted(Path(SPAM).rglob("*"))[:15]:
+        if path.is_file():
+            (copies / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setattr(classifier, "CALIBRATION_SAMPLE", 90)
+    local, _ = learn_both(client, [SPAM], [copies, HAM], shard=3)
+    assert local.counts.docs.min() >= 30
+    assert local.scoring.calibration != Scoring().calibration
 
 
 def test_learn_again_moves_and_forgets_alike(client: object, tmp_path: Path) -> None:
@@ -196,6 +209,104 @@ def test_mail_changed_between_the_passes_is_an_error(tmp_path: Path, corpus: Cor
     files[1].write_bytes(corpus.spam[1] + b"\nedited\n")
     with pytest.raises(cluster.ClusterError, match="changed while training"):
         cluster.shard_counts(part, plan, 0, [], work)
+
+
+# --- failures: a worker lost, a train that cannot finish ---
+#
+# A test replaces a worker task (cluster.shard_keys, cluster.shard_counts) by a closure.
+# cloudpickle sends a closure by value, so it reaches the worker processes, which Dask
+# spawns; there `cluster` is the worker's own, unpatched module, so the closure calls the
+# real task.
+
+
+@pytest.fixture(scope="module")
+def processes() -> Iterator[object]:
+    with cluster.connect("local", 2) as c:
+        yield c
+
+
+def holds(shard: cluster.Shard, target: str) -> bool:
+    return any(not isinstance(place, sources.Problem) and place[1] == target for place in shard)
+
+
+def dies_once_on(task: str, target: str, marker: Path) -> Callable[..., object]:
+    """cluster.<task>, but the worker process dies the first time it is given the shard
+    holding `target` (the marker file says it happened)."""
+
+    def step(shard: cluster.Shard, *args: object, **kwargs: object) -> object:
+        if holds(shard, target) and not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return getattr(cluster, task)(shard, *args, **kwargs)
+
+    return step
+
+
+def labelled_with_problems(tmp_path: Path, corpus: Corpus) -> tuple[list[str], list[str], str]:
+    """The sample maildirs and a folder with an empty file and a FIFO among spam: (spam, ham, a file in the middle)."""
+    folder = tmp_path / "mixed"
+    files = write_files(folder, corpus.spam[:6])
+    (folder / "msg002.empty").write_bytes(b"")
+    os.mkfifo(folder / "msg004.fifo")
+    return [SPAM, str(folder)], [HAM], str(files[3])
+
+
+@pytest.mark.parametrize("task", ["shard_keys", "shard_counts"])
+def test_a_worker_lost_mid_train_changes_nothing(processes: object, task: str, tmp_path: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Dask reruns the lost worker's task, and the partials it held, on a live one: the
+    # model is the local train's, array for array, and each Problem is reported once.
+    spam, ham, target = labelled_with_problems(tmp_path, corpus)
+    marker = tmp_path / "died"
+    monkeypatch.setattr(cluster, task, dies_once_on(task, target, marker))
+    learn_both(processes, spam, ham, shard=4, jobs=2)
+    assert marker.exists()
+    report = classifier.learn(fresh(), sources.read_labelled(spam, ham))
+    assert [p.reason for p in report.problems] == ["empty file", sources.NOT_REGULAR]
+
+
+def dies_every_time_on(target: str) -> Callable[..., object]:
+    def step(shard: cluster.Shard, *args: object, **kwargs: object) -> object:
+        if holds(shard, target):
+            os._exit(1)
+        return cluster.shard_counts(shard, *args, **kwargs)
+
+    return step
+
+
+def edits_after_reading(target: str) -> Callable[..., object]:
+    """cluster.shard_keys, then the target file is written to, as if new mail were saved over it between the passes."""
+
+    def step(shard: cluster.Shard, *args: object, **kwargs: object) -> object:
+        keys = cluster.shard_keys(shard, *args, **kwargs)
+        if holds(shard, target):
+            with open(target, "ab") as out:
+                out.write(b"\nedited\n")
+        return keys
+
+    return step
+
+
+@pytest.mark.parametrize(("task", "replace", "says"), [
+    ("shard_counts", dies_every_time_on, "1 worker died running task"),
+    ("shard_keys", edits_after_reading, "the mail changed while training"),
+])
+def test_a_failed_train_leaves_the_model_as_it_was(
+    task: str, replace: Callable[[str], Callable[..., object]], says: str, tmp_path: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dask
+
+    model = tmp_path / "model" / "m.npz"
+    model.parent.mkdir()
+    ok("-q", "train", "-m", model, "--spam", SPAM, "--ham", HAM, "--jobs", "1")
+    before, files = model.read_bytes(), sorted(model.parent.iterdir())
+    spam, ham, target = labelled_with_problems(tmp_path, corpus)
+    monkeypatch.setattr(cluster, task, replace(target))
+    # A task that kills its worker fails the train at once, not after Dask's 3 retries.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        result = run_cli("-q", "train", "-m", model, "--spam", spam[0], "--spam", spam[1], "--ham", ham[0], "--jobs", "2", "--dask", "local")
+    assert_one_line_error(result, says)
+    assert model.read_bytes() == before
+    assert sorted(model.parent.iterdir()) == files
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "gda"])

@@ -40,7 +40,7 @@ def test_explain_json_adds_up_and_shows_true_counts(model: str) -> None:
     assert code == 0
     e = json.loads(out)
     rows = e["tokens"]
-    assert e["log_odds"] == pytest.approx(sum(r["contribution"] for r in rows) + e["prior_log_odds"], abs=1e-9)
+    assert e["logit"] == pytest.approx(sum(r["contribution"] for r in rows) + e["rest"], abs=1e-9)
     magnitudes = [abs(r["contribution"]) for r in rows]
     assert magnitudes == sorted(magnitudes, reverse=True)
     loaded = store.load(model, growable=True)
@@ -50,6 +50,62 @@ def test_explain_json_adds_up_and_shows_true_counts(model: str) -> None:
     # the same verdict as classify gives
     _, line, _ = invoke("classify", "-m", model, "--json", a_spam_message())
     assert json.loads(line)["log_odds"] == pytest.approx(e["log_odds"], abs=1e-9)
+
+
+@pytest.fixture(scope="module", params=["fisher", "multinomial", "bernoulli", "complement"])
+def event_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    path = str(tmp_path_factory.mktemp("event") / "model.npz")
+    code, _, err = invoke("-q", "train", "-m", path, "--event", request.param, "--spam", SPAM, "--ham", HAM)
+    assert code == 0, err
+    return request.param, path
+
+
+def some_messages() -> list[str]:
+    return [str(p) for kind in ("spam", "ham") for p in sorted((CORPUS / "maildir" / kind / "cur").iterdir())[:4]]
+
+
+def test_explain_adds_up_to_the_logit_of_the_verdicts_probability(event_model: tuple[str, str]) -> None:
+    event, model = event_model
+    loaded = store.load(model, growable=True)
+    a, b = loaded.scoring.calibration
+    assert (a, b) != (1.0, 0.0)  # calibrated: the scale the verdict uses is not the raw log-odds
+    for path in some_messages():
+        _, line, _ = invoke("classify", "-m", model, "--json", path)
+        scored = json.loads(line)
+        shown = {}
+        for top in (5, 1000):
+            code, out, _ = invoke("inspect", "-m", model, "--explain", path, "--top", str(top), "--json")
+            assert code == 0
+            e = shown[top] = json.loads(out)
+            parts = [r["contribution"] for r in e["tokens"]]
+            # the parts shown and the rest add up to the total shown, the logit of P(spam) ...
+            assert sum(parts) + e["rest"] == pytest.approx(e["logit"], abs=1e-9)
+            assert e["logit"] == pytest.approx(a * scored["log_odds"] + b, abs=1e-9)
+            # ... which is the verdict's probability, as classify gives it
+            assert 1 / (1 + np.exp(-e["logit"])) == pytest.approx(loaded.scoring.probability(scored["log_odds"]), rel=1e-9)
+            assert (round(e["score"], 6), e["verdict"]) == (scored["score"], scored["verdict"])
+        assert shown[5]["tokens"] == e["tokens"][:5] and e["other_tokens"] == 0
+        # every token shown: the rest is what no token carries, a message of no evidence (Fisher: b alone)
+        if event in ("fisher", "complement"):
+            assert e["rest"] == pytest.approx(b, abs=1e-9)
+        # a token's share has the sign of its own evidence (its weight in `inspect --top`)
+        weights, _ = loaded.weights()
+        for r in e["tokens"]:
+            own = weights[loaded.vocab.index[r["token"]]]
+            assert r["contribution"] * own >= 0, r
+
+
+def test_explain_table_adds_up_as_printed(event_model: tuple[str, str]) -> None:
+    _, model = event_model
+    for path in some_messages():
+        code, out, _ = invoke("inspect", "-m", model, "--explain", path, "--top", "5")
+        assert code == 0
+        table = out[out.index("tokens that moved the verdict most") :]
+        numbers = [float(m) for m in re.findall(r"\s([+-]\d+\.\d{3})(?=\s)", table)]
+        *parts, total = numbers
+        assert len(parts) == 6  # five tokens and the rest
+        assert round(sum(parts), 3) == total
+        assert f"ln(P / (1 - P)) = {total:+.3f}" in out
 
 
 def test_explain_table_names_the_strongest_token(model: str) -> None:
