@@ -222,3 +222,16 @@ def test_a_model_without_the_term_is_saved_as_before(tmp_path: Path) -> None:
     store.save(model, str(path))
     assert store.load(str(path)).scoring.meta == "none"
     assert onemessage.OneModel(str(path)).scoring.meta == "none"
+
+
+def test_inspect_shows_the_term(trained: tuple[str, str]) -> None:
+    path, _ = trained
+    info = json.loads(run_cli("inspect", "-m", path, "--json").output)
+    assert list(info["numeric_features"]) == list(meta.NAMES)
+    message = next(iter(sorted((SAMPLE / "spam" / "cur").iterdir())))
+    result = run_cli("inspect", "-m", path, "--explain", message, "--json")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert [r["feature"] for r in shown["numeric_features"]] == list(meta.NAMES)
+    parts = [r["contribution"] for r in (*shown["tokens"], *shown["numeric_features"])]
+    assert sum(parts) + shown["rest"] == pytest.approx(shown["logit"], abs=1e-9)
