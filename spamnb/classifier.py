@@ -221,13 +221,13 @@ def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key
     return changes
 
 
-Sampled = tuple[np.ndarray, np.ndarray, "np.ndarray | None", int, "np.ndarray | None"]
+Sampled = tuple[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | None", int]
 
 
 def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
-    """Fit the model's calibration on learnt messages (columns, counts, fields, class,
-    numeric features), as `learn` samples them."""
-    cols, counts, fields, classes, numeric = zip(*sample, strict=True)
+    """Fit the model's calibration on learnt messages (columns, counts, fields, numeric
+    features, class), as `learn` samples them."""
+    cols, counts, fields, numeric, classes = zip(*sample, strict=True)
     lengths = np.array([len(c) for c in cols], dtype=np.int64)
     learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
     features = None if numeric[0] is None else Numeric(model.moments, np.array(numeric, dtype=np.int64))
@@ -298,7 +298,7 @@ def offer_learnt(sample: Reservoir, chunk: Chunk, change: _Changes, mapping: np.
             part = slice(starts[i], starts[i + 1])
             fields = None if rows.fields is None else rows.fields[part]
             numeric = None if chunk.numeric is None else chunk.numeric[i]
-            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, cls, numeric))
+            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls))
 
 
 def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: _Changes) -> np.ndarray:

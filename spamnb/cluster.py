@@ -176,13 +176,13 @@ class Partial(NamedTuple):
     apart by sign so that no sum goes below zero before the model's own counts are added.
 
     `sample`: the calibration's messages among them, (offer number, columns, counts,
-    fields, class, numeric features), as `classifier.Reservoir` would hold them.
+    fields, numeric features, class), as `classifier.Reservoir` would hold them.
     `moments`: the numeric features' (spamnb.meta), signed: exact, so never below zero."""
 
     tokens: list[str]
     plus: nb.Counts
     minus: nb.Counts
-    sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, int, np.ndarray | None]]
+    sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]]
     moments: np.ndarray
 
 
@@ -232,7 +232,7 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
                 part = slice(starts[i], starts[i + 1])
                 fields = None if rows.fields is None else rows.fields[part]
                 numeric = None if chunk.numeric is None else chunk.numeric[i]
-                sample.append((offer, mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, int(cls), numeric))
+                sample.append((offer, mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, int(cls)))
             offer += 1
     width = len(vocab)
     plus.counts.grow(width)
@@ -254,7 +254,7 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     vocab = Vocabulary(a.tokens)
     cols = np.asarray(vocab.grow(b.tokens), dtype=np.int64)
     width = len(vocab)
-    sample = a.sample + [(offer, cols[c], counts, fields, cls, numeric) for offer, c, counts, fields, cls, numeric in b.sample]
+    sample = a.sample + [(offer, cols[c], counts, fields, numeric, cls) for offer, c, counts, fields, numeric, cls in b.sample]
     return Partial(vocab.tokens, added(a.plus, b.plus, cols, width), added(a.minus, b.minus, cols, width), sample, a.moments + b.moments)
 
 
@@ -353,7 +353,7 @@ def learn(
     if root.sample:
         by_offer = {s[0]: s for s in root.sample}
         items = [by_offer[offer] for offer in slots]
-        classifier.calibrate_on(model, [(cols[c], n, f, k, q) for _, c, n, f, k, q in items], jobs)
+        classifier.calibrate_on(model, [(cols[c], n, f, q, k) for _, c, n, f, q, k in items], jobs)
     return report
 
 
