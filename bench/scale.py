@@ -167,7 +167,7 @@ def shard_costs(index: str, model_path: str) -> None:
     final = store.load(model_path, growable=True)
     vocab = final.growable()
     final.counts.grow(len(vocab))
-    whole = cluster.Partial(vocab.tokens, final.counts, final.counts, [])
+    whole = cluster.Partial(vocab.tokens, final.counts, [])
     root_cpu, _ = timed(cluster.merge_partials, whole, partials[2])
     save_start = time.perf_counter()
     store.save(final, model_path + ".again")

@@ -190,6 +190,7 @@ def learn(
             offer_learnt(sample, chunk, change, mapping)
         if progress:
             progress(change.size)
+    model.counts.clamp()
     kept = [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced]
     if kept:
         calibrate_on(model, kept, jobs)
@@ -612,10 +613,12 @@ def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used
     """
     if event.per_token:
         train = nb.Counts(counts.docs - out.docs, counts.tf[:, used] - out.tf, counts.df[:, used] - out.df)
+        train.clamp()  # a pruned model holds less than its messages' counts (see nb.Counts.clamp)
         return fold_model(event, train)
     train = nb.Counts(counts.docs - out.docs, counts.tf.copy(), counts.df.copy())
     train.tf[:, used] -= out.tf
     train.df[:, used] -= out.df
+    train.clamp()
     table, b, keys = fold_model(event, train)
     return table[used], b, keys[used]
 

@@ -430,7 +430,7 @@ def train(
     """Learn labelled mail into MODEL (created when missing).
 
     --min-count and --max-tokens prune the model after learning; pruned counts are
-    gone (forgetting a message later takes off only what is left).
+    gone (a later train adds up its changes, then sets counts below zero to zero).
     """
     import os
 
@@ -772,7 +772,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 
 @cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
-@click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list.")
+@click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list (of those scoring counts).")
 @click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of ln(P / (1 - P)), P the P(spam) the verdict uses; the shares and the rest add up to it.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option

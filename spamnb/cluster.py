@@ -172,16 +172,15 @@ class Plan(NamedTuple):
 
 
 class Partial(NamedTuple):
-    """Counts of a run of shards over its own vocabulary (columns by first sight), kept
-    apart by sign so that no sum goes below zero before the model's own counts are added.
+    """The count changes of a run of shards (learnt minus forgotten) over its own
+    vocabulary (columns by first sight); the client adds the root's into the model.
 
     `sample`: the calibration's messages among them, (offer number, columns, counts,
     fields, numeric features, class), as `classifier.Reservoir` would hold them.
     `moments`: the numeric features' (spamnb.meta), signed: exact, so never below zero."""
 
     tokens: list[str]
-    plus: nb.Counts
-    minus: nb.Counts
+    counts: nb.Counts
     sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]]
     moments: np.ndarray
 
@@ -212,19 +211,15 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
             raise ClusterError(f"{where}the mail changed while training (read twice, not the same); nothing saved")
         datas.append(item.data)
     vocab = Vocabulary()
-    plus, minus = Model(vocab=vocab), Model(vocab=vocab)
+    model = Model(vocab=vocab)
     sample = []
     offer, keep = first_offer, set(wanted)
     which, classes, signs = (np.asarray(a, dtype=np.int64) for a in (plan.which, plan.classes, plan.signs))
     for start in range(0, len(datas), work.chunk):
         chunk = classifier.tokenise_chunk(work.step, datas[start : start + work.chunk])
         here = (which >= start) & (which < start + work.chunk)
-        mapping = np.zeros(0, np.int64)
-        for model, sign in ((plus, 1), (minus, -1)):
-            pick = here & (signs == sign)
-            change = classifier._Changes(0, (which[pick] - start).tolist(), classes[pick].tolist(), [1] * int(pick.sum()))
-            got = classifier.apply_changes(model, vocab, chunk, change)
-            mapping = got if got.size else mapping
+        change = classifier._Changes(0, (which[here] - start).tolist(), classes[here].tolist(), signs[here].tolist())
+        mapping = classifier.apply_changes(model, vocab, chunk, change)
         rows = chunk.rows
         starts = np.concatenate(([0], np.cumsum(rows.lengths)))
         for i, cls in zip(which[here & (signs > 0)] - start, classes[here & (signs > 0)], strict=True):
@@ -234,10 +229,8 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
                 numeric = None if chunk.numeric is None else chunk.numeric[i]
                 sample.append((offer, mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, int(cls)))
             offer += 1
-    width = len(vocab)
-    plus.counts.grow(width)
-    minus.counts.grow(width)
-    return Partial(vocab.tokens, plus.counts, minus.counts, sample, plus.moments - minus.moments)
+    model.counts.grow(len(vocab))
+    return Partial(vocab.tokens, model.counts, sample, model.moments)
 
 
 def added(a: nb.Counts, b: nb.Counts, cols: np.ndarray, width: int) -> nb.Counts:
@@ -255,7 +248,7 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     cols = np.asarray(vocab.grow(b.tokens), dtype=np.int64)
     width = len(vocab)
     sample = a.sample + [(offer, cols[c], counts, fields, numeric, cls) for offer, c, counts, fields, numeric, cls in b.sample]
-    return Partial(vocab.tokens, added(a.plus, b.plus, cols, width), added(a.minus, b.minus, cols, width), sample, a.moments + b.moments)
+    return Partial(vocab.tokens, added(a.counts, b.counts, cols, width), sample, a.moments + b.moments)
 
 
 def sample_offers(offers: int, size: int) -> list[int]:
@@ -343,13 +336,11 @@ def learn(
     cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
     model.counts.grow(len(vocab))
     counts = model.counts
-    counts.docs += root.plus.docs - root.minus.docs
-    counts.tf[:, cols] += root.plus.tf - root.minus.tf
-    counts.df[:, cols] += root.plus.df - root.minus.df
+    counts.docs += root.counts.docs
+    counts.tf[:, cols] += root.counts.tf
+    counts.df[:, cols] += root.counts.df
+    counts.clamp()  # as classifier.learn: once, after all the changes
     model.moments += root.moments
-    if root.minus.docs.any():
-        for a in (counts.tf, counts.df, counts.docs):
-            np.maximum(a, 0, out=a)
     if root.sample:
         by_offer = {s[0]: s for s in root.sample}
         items = [by_offer[offer] for offer in slots]

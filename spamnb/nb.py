@@ -67,11 +67,14 @@ class Counts:
             self.docs[cls] += int(signs[of_class].sum())
             self.tf[cls] += np.bincount(c, weights=s * counts[pick], minlength=V).astype(np.int64)
             self.df[cls] += np.bincount(c, weights=s, minlength=V).astype(np.int64)
-        if (signs < 0).any():
-            # Forgetting after pruning can take a count below zero; zero is the truth.
-            np.maximum(self.tf, 0, out=self.tf)
-            np.maximum(self.df, 0, out=self.df)
-            np.maximum(self.docs, 0, out=self.docs)
+
+    def clamp(self) -> None:
+        """Counts below zero set to zero.  Forgetting (or moving) a message after pruning
+        takes a pruned token's count below zero, and zero is the truth.  A train does it
+        once, after adding all its changes, so that the model depends on neither their
+        order nor how they were cut into chunks or shards."""
+        for a in (self.tf, self.df, self.docs):
+            np.maximum(a, 0, out=a)
 
     def __sub__(self, other: Counts) -> Counts:
         return Counts(self.docs - other.docs, self.tf - other.tf, self.df - other.df)

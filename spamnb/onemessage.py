@@ -203,7 +203,7 @@ class OneModel:
         for name, base in zip(names, self.base_counts(names), strict=True):
             raw = changes[name] if base is None else [c + d for c, d in zip(base, changes[name], strict=True)]
             if min(raw) < 0:
-                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.add).
+                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
                 self._clamped.add(name)
                 raw = [max(c, 0) for c in raw]
             now[name] = list(raw)

@@ -200,14 +200,16 @@ def score_histogram(labels: Sequence[str], log_odds: np.ndarray, bins: int = 16,
 
 
 def top_tokens(model: Model, n: int) -> dict[str, list[dict[str, Any]]]:
-    """The n tokens pulling hardest towards spam and towards ham, by their weight.
+    """The n tokens pulling hardest towards spam and towards ham, by their weight, of
+    those scoring counts (model.Model.counted: Fisher leaves out a list server's fields).
 
     None until the model has learnt both classes: a weight compares the two."""
     vocab = model.growable()
     if len(vocab) == 0 or not model.counts.docs.all():
         return {"spam": [], "ham": []}
     w, _ = model.weights()
-    order = np.argsort(w, kind="mergesort")
+    counted = np.flatnonzero(model.counted(vocab.tokens))
+    order = counted[np.argsort(w[counted], kind="mergesort")]
     pick = {"spam": order[::-1][:n], "ham": order[:n]}
     return {side: [token_row(model, vocab.tokens[c], int(c), float(w[c])) for c in cols] for side, cols in pick.items()}
 

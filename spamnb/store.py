@@ -190,7 +190,7 @@ def with_journal(model: Model, path: str, ident: bytes) -> Model:
     if cols.size:
         delta = np.array(list(changes.tokens.values()), dtype=np.int64).reshape(-1, 4)
         for cls in (nb.HAM, nb.SPAM):
-            # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.add).
+            # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
             counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
             counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
     counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamnb import classifier, cluster, sources, store
+from spamnb import classifier, cluster, nb, sources, store
 from spamnb.model import Scoring
 from spamnb.tokens import TokenSettings
 from tests.conftest import Corpus, run_cli, write_files
@@ -307,6 +307,31 @@ def test_a_failed_train_leaves_the_model_as_it_was(
     assert_one_line_error(result, says)
     assert model.read_bytes() == before
     assert sorted(model.parent.iterdir()) == files
+
+
+def test_moves_and_forgets_after_pruning_agree(client: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pruned tokens have lost their counts, so moving or forgetting a message takes them
+    # below zero. A train adds all its changes, then sets what is below zero to zero, once:
+    # the model then depends neither on the chunks (--jobs) nor on the cluster's shards.
+    monkeypatch.setattr(classifier, "CHUNK", 4)  # chunks of 4 messages with --jobs 1, of 2 with --jobs 2
+    spam = sorted(str(p) for p in Path(SPAM).rglob("*") if p.is_file())
+    old, new = spam[: len(spam) // 2], spam[len(spam) // 2 :]
+    models = [fresh(), fresh(), fresh()]
+    for model in models:
+        classifier.learn(model, sources.read_labelled(old, [HAM]))
+        model.prune(nb.Pruning(min_count=2, max_tokens=40))
+    index = tmp_path / "index"
+    # Moves (spam taken off) between new spam (spam added), one after the other.
+    index.write_text("".join(f"ham {a}\nspam {b}\n" for a, b in zip(old, new, strict=False)))
+    forget = new[::3] + [str(p) for p in sorted(Path(HAM).rglob("*")) if p.is_file()][::4]
+    for labelled in ([], [], str(index)), (forget, [], None):
+        spam_srcs, ham_srcs, idx = labelled
+        for model, jobs in zip(models[:2], (1, 2), strict=True):
+            classifier.learn(model, sources.read_labelled(spam_srcs, ham_srcs, idx), forget=spam_srcs is forget, jobs=jobs)
+        cluster.learn(client, models[2], sources.locate_labelled(spam_srcs, ham_srcs, idx), forget=spam_srcs is forget, jobs=2, shard=3)
+        assert_same_model(models[0], models[1])
+        assert_same_model(models[0], models[2])
+    assert (models[0].counts.tf >= 0).all()
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "gda"])

@@ -127,6 +127,30 @@ def test_inspect_summary_counts(model: str) -> None:
     assert info["top"]["spam"][0]["weight"] > 0 > info["top"]["ham"][0]["weight"]
 
 
+@pytest.mark.parametrize("event", ["fisher", "multinomial"])
+def test_inspect_top_lists_only_what_scoring_counts(event: str, tmp_path: Path) -> None:
+    from spamnb import classifier
+    from spamnb.model import Model, Scoring
+    from spamnb.sources import Message
+    from tests.conftest import LIST_SERVER_FIELDS, labelled_messages, make_mail
+
+    model = Model(scoring=Scoring(event=event))
+    # A list's ham, its fields in every message: under Fisher they are no evidence (tokens.NOT_EVIDENCE).
+    listed = [Message(f"list{i}", make_mail("agenda", f"meeting notes {i}", headers=LIST_SERVER_FIELDS), "ham") for i in range(8)]
+    classifier.learn(model, [*labelled_messages(30, seed=5), *listed])
+    path = tmp_path / "m.npz"
+    store.save(model, str(path))
+    code, out, _ = invoke("inspect", "-m", str(path), "--json", "--top", "100000")
+    assert code == 0
+    top = json.loads(out)["top"]
+    listed_tokens = [r["token"] for side in ("spam", "ham") for r in top[side] if r["token"].startswith(("list-", "x-beenthere:", "x-mailman-version:"))]
+    if event == "fisher":
+        assert listed_tokens == []
+        assert len(top["ham"]) == len(top["spam"]) == int(model.counted(model.vocab.tokens).sum()) < len(model.vocab)
+    else:
+        assert listed_tokens  # a linear model counts them, and lists them
+
+
 def test_eval_report_agrees_with_its_json() -> None:
     code, out, _ = invoke("-q", "eval", "--index", INDEX, "--folds", "5")
     _, js, _ = invoke("-q", "eval", "--index", INDEX, "--folds", "5", "--json")
