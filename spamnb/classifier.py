@@ -16,7 +16,7 @@ import numpy as np
 
 from spamnb import headers, meta, nb
 from spamnb.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
-from spamnb.model import Model, Scored, Scoring, fit_platt, ham_loss_floor
+from spamnb.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings, field_ids
@@ -506,9 +506,10 @@ def folds_scored(
         features = None
         if scoring.meta != "none":
             features = Numeric(moments_of(numeric[train_rows], y[train_rows]), numeric[train_rows])  # type: ignore[index]
-            odds[test] += log_ratios(meta.Gaussians(scoring.meta, features.moments.tolist()), numeric[test])  # type: ignore[index]
-        # As `train` would: calibration fitted on the fold's own training messages only.
+        # As `train` would: calibration (and the numeric features' weight) fitted on the fold's own training messages only.
         fitted = calibrated(scoring, event, train, data.take(train_rows), y[train_rows], numeric=features)
+        if features is not None:
+            odds[test] += log_ratios(meta.Gaussians(scoring.meta, features.moments.tolist(), fitted.meta_weight), numeric[test])  # type: ignore[index]
         probs[test] = fitted.probabilities(odds[test])
         for row in test:
             verdicts[row] = fitted.verdict(float(probs[row]))
@@ -653,7 +654,10 @@ def calibrated(
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
     odds = held_out_log_odds(event, counts, learnt, y, jobs=jobs)
+    weight = scoring.meta_weight
     if numeric is not None:
-        odds = odds + held_out_log_ratios(scoring.meta, numeric, y)
+        ratios = held_out_log_ratios(scoring.meta, numeric, y)
+        weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
+        odds = odds + weight * ratios
     calibration = fit_platt(odds, y == nb.SPAM)
-    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration))
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration), meta_weight=weight)

@@ -110,8 +110,8 @@ def find_messages(wanted: set[bytes], items: Iterable[Item] | None, report: Merg
 
 
 def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport) -> dict[str, Any]:
-    """The parts' Platt calibrations and spam floors, each weighted by the messages the part learnt
-    (scoring changes for the merged model).
+    """The parts' Platt calibrations, spam floors and numeric features' weights, each
+    weighted by the messages the part learnt (scoring changes for the merged model).
 
     Only parts scored as the target is (same event model and smoothing), and trained
     on enough of both classes to have fitted one; else the target's stay.
@@ -121,12 +121,13 @@ def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport)
         same = (part.scoring.event, part.scoring.alpha) == (target.scoring.event, target.scoring.alpha)
         if same and int(part.counts.docs.min()) >= CALIBRATION_MIN:
             weights.append(float(part.counts.docs.sum()))
-            fits.append((*part.scoring.calibration, part.scoring.spam_floor))
+            fits.append((*part.scoring.calibration, part.scoring.spam_floor, part.scoring.meta_weight))
     report.calibrations = len(fits)
     if not fits:
         return {"calibration": target.scoring.calibration, "spam_floor": target.scoring.spam_floor}
-    a, b, floor = np.average(np.asarray(fits), axis=0, weights=weights)
-    return {"calibration": (float(a), float(b)), "spam_floor": float(floor)}
+    a, b, floor, weight = np.average(np.asarray(fits), axis=0, weights=weights)
+    numeric = {"meta_weight": float(weight)} if target.scoring.meta != "none" else {}
+    return {"calibration": (float(a), float(b)), "spam_floor": float(floor), **numeric}
 
 
 def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:

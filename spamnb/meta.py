@@ -47,11 +47,14 @@ def add_message(moments: list[list[list[int]]], cls: int, q: list[int], sign: in
 class Gaussians:
     """The class-conditional Gaussians of a model's feature moments, ready to score."""
 
-    def __init__(self, kind: str, moments: list[list[list[int]]], smoothing: float = VAR_SMOOTHING, prior: float = PRIOR_MESSAGES) -> None:
+    def __init__(
+        self, kind: str, moments: list[list[list[int]]], weight: float = 1.0, smoothing: float = VAR_SMOOTHING, prior: float = PRIOR_MESSAGES
+    ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown --meta {kind!r}; choose from {', '.join(KINDS)}")
         n = [moments[c][0][0] for c in (0, 1)]
         self.kind = "none" if min(n) < MIN_MESSAGES else kind
+        self.weight = weight
         # Per feature: the term's constant, and the weights of (x - mean)^2 in ham and in spam
         # (gaussian), or of x itself (gda, whose squares cancel).
         self.terms: list[tuple[float, float, float, float]] = []
@@ -83,17 +86,17 @@ class Gaussians:
 
     def contributions(self, q: list[int]) -> list[float]:
         """Per feature, its share of log N(x | spam) - log N(x | ham) for one message's
-        features `q` (fixed point); nothing when the term is off."""
+        features `q` (fixed point), times the term's weight; nothing when the term is off."""
         if self.kind == "none":
             return []
         out = []
         for v, (const, ih, is_, w), mh, ms in zip(q, self.terms, *self.means, strict=True):
             x = v / FEATURE_SCALE
-            out.append(const + w * x + (x - mh) ** 2 * ih - (x - ms) ** 2 * is_)
+            out.append(self.weight * (const + w * x + (x - mh) ** 2 * ih - (x - ms) ** 2 * is_))
         return out
 
     def log_ratio(self, q: list[int]) -> float:
-        """log N(x | spam) - log N(x | ham) of one message's features `q` (fixed point)."""
+        """log N(x | spam) - log N(x | ham) of one message's features `q` (fixed point), times the weight."""
         return math.fsum(self.contributions(q))
 
 

@@ -58,7 +58,7 @@ def bucket(count: int) -> int:
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "spam_cutoff", "spam_floor")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "meta_weight", "spam_cutoff", "spam_floor")
 
     def __init__(
         self,
@@ -69,14 +69,16 @@ class Scoring:
         calibration: tuple[float, float],
         spam_floor: float = 0.0,
         meta: str = "none",
+        meta_weight: float = 1.0,
     ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
-        self.spam_cutoff, self.ham_cutoff, self.spam_floor, self.meta = spam_cutoff, ham_cutoff, spam_floor, meta
+        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
+        self.meta, self.meta_weight = meta, meta_weight
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta", "meta_weight"}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -87,9 +89,11 @@ class Scoring:
         spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
         a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
         floor = float(data.get("spam_floor", 0.0))
-        kind = data.get("meta", "none")
+        kind, weight = data.get("meta", "none"), float(data.get("meta_weight", 1.0))
         if kind not in meta.KINDS:
             raise ValueError(f"unknown --meta {kind!r}; choose from {', '.join(meta.KINDS)}")
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"the numeric features' weight must be finite and not negative, not {weight}")
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, not {alpha}")
         if not 0.0 <= ham <= spam <= 1.0:
@@ -98,7 +102,7 @@ class Scoring:
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
         if not 0.0 <= floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {floor}")
-        return cls(event, alpha, spam, ham, (a, b), floor, kind)
+        return cls(event, alpha, spam, ham, (a, b), floor, kind, weight)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -252,14 +256,14 @@ class OneModel:
             text = self.fisher(names, counts)
         else:
             text = self.linear(counts, list(distinct.values()))
-        return text if numeric is None else text + self.gaussians().log_ratio(numeric)
+        return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
 
-    def gaussians(self) -> meta.Gaussians:
-        """The numeric features' term (spamnb.meta), the journal's moments added."""
+    def log_ratio(self, numeric: list[int]) -> float:
+        """The numeric features' log-ratio (spamnb.meta), unweighted, the journal's moments added."""
         if self._gaussians is None:
             moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
             self._gaussians = meta.Gaussians(self.scoring.meta, moments)
-        return self._gaussians
+        return self._gaussians.log_ratio(numeric)
 
     @staticmethod
     def shares(counts: list[list[int]], least: int) -> list[float]:

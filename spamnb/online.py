@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from spamnb import headers, journal, onemessage
 from spamnb.classifier import LABEL_CLASS, Scored, chunks, class_of
-from spamnb.model import Scoring, fit_platt, ham_loss_floor
+from spamnb.model import Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -87,7 +87,8 @@ def run(
 ) -> Online:
     scored: list[Scored] = []
     problems: list[Problem] = []
-    odds: list[float] = []
+    odds: list[float] = []  # the text's log-odds, and the numeric features' log-ratios (spamnb.meta)
+    ratios: list[float] = []
     spam: list[bool] = []
     learnt = 0
     batches: deque[list[Item]] = deque()
@@ -111,13 +112,20 @@ def run(
                 import numpy as np
 
                 z, positive = np.array(odds), np.array(spam)
+                if numeric is not None:  # the numeric features' weight too, as train fits it
+                    model.scoring.meta_weight = fit_meta_weight(z, np.array(ratios), positive)
+                    z = z + model.scoring.meta_weight * np.array(ratios)
                 model.scoring.calibration = fit_platt(z, positive)
                 model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
-            log_odds = model.log_odds_of(counts, numeric) if min(model.docs) > 0 else 0.0
+            trained = min(model.docs) > 0
+            text = model.log_odds_of(counts) if trained else 0.0
+            ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
+            log_odds = text + model.scoring.meta_weight * ratio
             p = model.scoring.probability(log_odds)
             verdict = model.scoring.verdict(p)
             scored.append(Scored(item.id, item.label, log_odds, p, verdict))
-            odds.append(log_odds)
+            odds.append(text)
+            ratios.append(ratio)
             spam.append(cls == LABEL_CLASS["spam"])
             if train_on_error and verdict == item.label:
                 continue

@@ -15,7 +15,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.naive_bayes import GaussianNB
 
 from spamnb import classifier, journal, meta, onemessage, store
-from spamnb.model import Scoring
+from spamnb.model import Scoring, fit_meta_weight
 from spamnb.sources import Message, read_source
 from spamnb.tokens import FEATURE_SCALE, Tokenizer, TokenSettings
 from tests.conftest import make_mail, run_cli
@@ -80,6 +80,18 @@ def test_too_few_messages_say_nothing() -> None:
     assert meta.Gaussians("gaussian", moments).log_ratio([5] * (meta.WIDTH - 1)) == 0.0
 
 
+def test_the_weight_is_what_the_features_add_to_the_words() -> None:
+    rng = np.random.default_rng(3)
+    y = np.arange(2000) % 2 == 1
+    # Log-odds in which a unit is worth 4/9 of a nat, and a feature whose unit is worth 8/9: w = 2.
+    words = np.where(y, 2.0, -2.0) + rng.normal(0, 3, 2000)
+    informative = np.where(y, 1.0, -1.0) + rng.normal(0, 1.5, 2000)
+    noise = rng.normal(0, 1.5, 2000)
+    assert fit_meta_weight(words, informative, y) == pytest.approx(2.0, abs=0.3)
+    assert fit_meta_weight(words, noise, y) < 0.3
+    assert fit_meta_weight(words, -informative, y) == 0.0
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=4000))
 def test_features_of_any_bytes(data: bytes) -> None:
@@ -109,6 +121,8 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     path = tmp_path_factory.mktemp("meta") / "model.npz"
     model = store.empty_model(TokenSettings(), Scoring(meta=request.param))
     classifier.learn(model, sample_items())
+    # Whatever weight the sample's few messages fit, every path must apply the same one.
+    model.scoring = model.scoring.replace(meta_weight=0.5)
     store.save(model, str(path))
     return str(path), request.param
 
@@ -153,7 +167,8 @@ def test_the_halves_merged_are_the_whole(trained: tuple[str, str], tmp_path: Pat
     assert result.exit_code == 0, result.output
     merged, whole = store.load(str(tmp_path / "a.npz")), store.load(path)
     assert (merged.moments == whole.moments).all()
-    assert merged.gaussians().log_ratio([3000] * (meta.WIDTH - 1)) == whole.gaussians().log_ratio([3000] * (meta.WIDTH - 1))
+    q = [3000] * (meta.WIDTH - 1)
+    assert meta.Gaussians(kind, merged.moments.tolist()).log_ratio(q) == meta.Gaussians(kind, whole.moments.tolist()).log_ratio(q)
 
 
 def test_forgetting_takes_the_features_off_exactly(trained: tuple[str, str]) -> None:
