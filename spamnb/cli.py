@@ -496,6 +496,13 @@ def train(
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
 @click.option("--exit-zero", is_flag=True, help="With --pipe: exit 0 whatever the verdict (3 still on an error), for procmail's `:0 fw`.")
+@click.option(
+    "--reasons",
+    type=click.IntRange(0),
+    default=0,
+    metavar="N",
+    help="With --pipe: name the N strongest tokens in the header, each with its share of ln(P / (1 - P)) as inspect --explain shows it (0: none).",
+)
 @cutoff_options
 @jobs_option
 @dask_option
@@ -508,6 +515,7 @@ def classify(
     as_json: bool,
     pipe: bool,
     exit_zero: bool,
+    reasons: int,
     spam_cutoff: float | None,
     ham_cutoff: float | None,
     jobs: int,
@@ -524,9 +532,9 @@ def classify(
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
         refuse = refuse or ("--pipe filters one message here and does not go with --dask" if dask_address else "")
         cutoffs = (spam_cutoff, ham_cutoff)
-        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero))
-    if exit_zero:
-        raise click.UsageError("--exit-zero goes with --pipe")
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons))
+    if exit_zero or reasons:
+        raise click.UsageError(f"{'--exit-zero' if exit_zero else '--reasons'} goes with --pipe")
     classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address)
 
 

@@ -111,7 +111,8 @@ NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
 def stamp(data: bytes, value: str) -> bytes:
-    """The message with `X-Spamnb: value` after its last field, replacing any already there.
+    """The message with `X-Spamnb: value` after its last field, replacing any already there
+    (`value`: ASCII, its continuation lines after "\n").
 
     Everything else passes through byte for byte, with one exception: a header-only
     message (or a lone envelope line) missing its final newline gets one, since the
@@ -126,7 +127,8 @@ def stamp(data: bytes, value: str) -> bytes:
         envelope += newline
     if fields and not fields.endswith((b"\n", b"\r")):
         fields += newline
-    line = VERDICT_NAME + b": " + value.encode("ascii") + newline
+    # A folded value (`pipe.verdict_header`) breaks its lines at "\n": the message's own newline.
+    line = VERDICT_NAME + b": " + value.encode("ascii").replace(b"\n", newline) + newline
     if not envelope and fields.startswith(b"From "):
         # Removing a verdict header bared a "From " line: after it, that line would read
         # as an envelope and the stamped message would digest differently.  Go first.

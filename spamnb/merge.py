@@ -4,11 +4,15 @@ A message learnt in several of the models must count once.  The model files keep
 only its digest, not its counts, so taking the extra copies off needs the message
 itself (`messages`): it is tokenised and forgotten from every model but the one whose
 copy is kept, exactly as `train --forget` would forget it.  Without the messages an
-overlap is refused rather than counted twice.  A message learnt as spam in one model
+overlap is refused rather than counted twice.  A model learnt before the digest left
+out the transport fields holds the older digest (`headers.legacy_digest`): a message
+given is brought to the current digest in every model, so that its copies learnt
+under either count once; without the message the two digests cannot be matched.  A message learnt as spam in one model
 and ham in another is a conflict, refused unless `prefer` names the class to keep.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,24 +93,42 @@ def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int 
     return forget, repeated, conflicts
 
 
-def find_messages(wanted: set[bytes], items: Iterable[Item] | None, report: MergeReport, max_bytes: int) -> dict[bytes, bytes]:
-    """The bytes of each message whose digest (of its first `max_bytes`, as learnt) is wanted, from `items`; all must be there."""
+def shared_messages(models: Sequence[Model], items: Iterable[Item] | None, report: MergeReport, max_bytes: int) -> dict[bytes, bytes]:
+    """The bytes of each message of `items` that more than one model learnt, by its digest
+    (of its first `max_bytes`, as learnt).
+
+    A model that holds a message of `items` by its legacy digest (which
+    `headers.learnt_digest` also looks for) is brought to the current one first, so that a copy it learnt before the
+    digest changed and one another model learnt since are seen as one message.
+    """
+    holders = Counter(key for model in models for key in model.learnt)
     found: dict[bytes, bytes] = {}
     for item in items or ():
         if isinstance(item, Problem):
             report.problems.append(item)
             continue
-        key = headers.learnt_digest(item.data, max_bytes, wanted.__contains__)
-        if key in wanted:
+        key, old = headers.digest(item.data, max_bytes), headers.legacy_digest(item.data, max_bytes)
+        if old != key and holders[old]:
+            for model in models:
+                if old in model.learnt and key not in model.learnt:
+                    model.learnt[key] = model.learnt.pop(old)
+                    holders[old] -= 1
+                    holders[key] += 1
+        if holders[key] > 1:
             found.setdefault(key, item.data)
-    if len(found) < len(wanted):
-        missing = len(wanted) - len(found)
-        where = "are not among the --messages given" if items is not None else "were given (--messages SRC)"
+    return found
+
+
+def require_messages(wanted: set[bytes], found: dict[bytes, bytes], given: bool) -> None:
+    """That each message learnt more than once (`wanted`) is `found` among the messages
+    `given` (--messages)."""
+    if not wanted <= found.keys():
+        missing = len(wanted - found.keys())
+        where = "are not among the --messages given" if given else "were given (--messages SRC)"
         raise MergeError(
             f"{len(wanted)} messages were learnt in more than one model; to count each once their mail is needed, "
             f"and {missing} of them {where}"
         )
-    return found
 
 
 def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport) -> dict[str, Any]:
@@ -171,10 +193,11 @@ def merge(
     report = MergeReport()
     had = len(models[0].learnt)
     check_settings(names, models)
+    found = shared_messages(models, messages, report, models[0].tokens.max_bytes)
     forget, report.counted_once, report.resolved = copies_to_forget(names, models, prefer)
     wanted = set().union(*forget)
     if wanted:
-        found = find_messages(wanted, messages, report, models[0].tokens.max_bytes)
+        require_messages(wanted, found, messages is not None)
         for model, drop in zip(models, forget, strict=True):
             if drop:
                 items = [Message(key.hex(), found[key], CLASS_NAMES[cls]) for key, cls in drop.items()]

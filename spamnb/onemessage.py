@@ -19,6 +19,11 @@ from spamnb.npzview import ModelError
 from spamnb.sortedtokens import SortedTokens, blob_offsets
 from spamnb.tokens import TokenSettings, field_numbers
 
+# `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
 # The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
@@ -242,20 +247,18 @@ class OneModel:
         if missing:
             raise ModelError(f"{self.path}: the model has no {' and no '.join(missing)} messages yet: train it on both classes")
 
-    def log_odds(self, tokens: list[str], numeric: list[int] | None = None) -> float:
-        """The message's log-odds under the model, as batch classify scores it (`numeric`:
-        its numeric features, where the model scores them)."""
-        return self.log_odds_of(Counter(tokens), numeric)
-
-    def log_odds_of(self, distinct: Counter[str] | dict[str, int], numeric: list[int] | None = None) -> float:
-        """`log_odds` of a message's distinct tokens with their counts."""
+    def log_odds_of(self, distinct: Counter[str], shares: list[float] | None = None, numeric: list[int] | None = None) -> float:
+        """The log-odds of a message of these distinct tokens (with their counts) under the
+        model, as batch classify scores it; `shares` (zeros, one per distinct token): filled
+        with each token's share of it (nb.EventModel.explain); `numeric`: the message's
+        numeric features, where the model scores them (spamnb.meta)."""
         self.check_trained()
         names = list(distinct)
         counts = self.counts_of(names)
         if self.scoring.event == "fisher":
-            text = self.fisher(names, counts)
+            text = self.fisher(names, counts, shares)
         else:
-            text = self.linear(counts, list(distinct.values()))
+            text = self.linear(counts, list(distinct.values()), shares)
         return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
 
     def log_ratio(self, numeric: list[int]) -> float:
@@ -275,19 +278,20 @@ class OneModel:
         sizes = Counter(k for k in keys if k is not None)
         return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
 
-    def fisher(self, names: list[str], counts: list[list[int] | None]) -> float:
+    def fisher(self, names: list[str], counts: list[list[int] | None], shares: list[float] | None = None) -> float:
         """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds).
 
         Summed per field as it goes (`eval --online` scores thousands of messages): each
         field's weight and weighted ln f and ln(1 - f), then its tests scale its sums.
+        `shares`: see `log_odds_of`.
         """
         alpha, x, least = self.scoring.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
         ln_x, ln_not_x = math.log(x), math.log1p(-x)
         per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
-        known = []  # (df ham, df spam, field, duplicate key)
+        known = []  # (token's place, df ham, df spam, field, duplicate key)
         sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (nb.duplicate_shares)
         buckets = _BUCKETS  # memo of `bucket` (a count of 0, bucket 0, falls through to it and gets 0)
-        for c, field in zip(counts, field_numbers(names), strict=True):
+        for i, (c, field) in enumerate(zip(counts, field_numbers(names), strict=True)):
             if field < 0:
                 continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
             if c is None:  # unknown: neutral evidence f = x (events.Fisher)
@@ -302,10 +306,11 @@ class OneModel:
                 sizes[key] = sizes.get(key, 0) + 1
             else:
                 key = None
-            known.append((h, s, field, key))
+            known.append((i, h, s, field, key))
         docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
         rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)
-        for h, s, field, key in known:
+        entries = []  # (token's place, weight, field, (ln f, ln(1 - f))), for `shares`
+        for i, h, s, field, key in known:
             row = rows.get((h, s))
             if row is None:
                 n = h + s
@@ -320,26 +325,30 @@ class OneModel:
             sums[0] += w
             sums[1] += w * row[0]
             sums[2] += w * row[1]
+            if shares is not None:
+                entries.append((i, w, field, row))
         plain_n = plain0 = plain1 = scaled0 = scaled1 = tests = 0.0
-        for weight, sum0, sum1 in per_field.values():
+        factors = {}  # field -> its tests per token
+        for field, (weight, sum0, sum1) in per_field.items():
             plain_n += weight
             plain0 += sum0
             plain1 += sum1
             if weight > 0:
                 t = float(max(round(FISHER_INDEPENDENCE * weight**FISHER_POWER), 1))
+                factors[field] = t / weight
                 scaled0 += t / weight * sum0
                 scaled1 += t / weight * sum1
                 tests += t
         n = round(tests)
         if n == 0:
             return 0.0
-        log_qh, log_ph = log_chi2_tails(-2.0 * scaled0, n)
-        log_qs, log_ps = log_chi2_tails(-2.0 * scaled1, n)
-        out = logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
-        return out + FISHER_MEAN_WEIGHT * (plain0 - plain1) / max(plain_n, 1.0)
+        out = chi_square(scaled0, scaled1, n) + FISHER_MEAN_WEIGHT * (plain0 - plain1) / max(plain_n, 1.0)
+        if shares is not None:
+            fisher_shares(shares, entries, factors, n, plain_n)
+        return out
 
-    def linear(self, counts: list[list[int] | None], occurrences: list[int]) -> float:
-        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli)."""
+    def linear(self, counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None = None) -> float:
+        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli); `shares`: see `log_odds_of`."""
         event, alpha = self.scoring.event, self.scoring.alpha
         known = [i for i, c in enumerate(counts) if c is not None]
         weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
@@ -368,7 +377,11 @@ class OneModel:
             absent = self.class_sums("bernoulli")
             b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
             x = [1.0] * len(known)
-        return sum(xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)) + b  # type: ignore[arg-type]
+        terms = [xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)]  # type: ignore[arg-type]
+        if shares is not None:
+            for i, term in zip(known, terms, strict=True):
+                shares[i] = term
+        return sum(terms) + b
 
     def complement_weight(self, occurrences: list[int], known: list[int]) -> tuple[object, list[float]]:
         """events.Complement's weight of a token from its counts, and the message's x."""
@@ -484,6 +497,30 @@ class Linear:
                 self.df_values[c][new[2 + c]] += 1
 
 
+def chi_square(scaled0: float, scaled1: float, n: int) -> float:
+    """Fisher's combining of the scaled sums of ln f and ln(1 - f) over n tests (events.Fisher.chi_square)."""
+    log_qh, log_ph = log_chi2_tails(-2.0 * scaled0, n)
+    log_qs, log_ps = log_chi2_tails(-2.0 * scaled1, n)
+    return logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
+
+
+def fisher_shares(shares: list[float], entries: list, factors: dict[int, float], n: int, plain_n: float) -> None:
+    """Each known token's share of Fisher's log-odds, into `shares` at its place (events.Fisher.explain):
+    `entries` (place, weight, field, (ln f, ln(1 - f))), `factors` each field's tests per
+    token, n the tests, plain_n the tokens (weighted)."""
+    neutral = (math.log(FISHER_X), math.log1p(-FISHER_X))
+    pulls = [(i, w * factors[field] * (row[0] - neutral[0]), w * factors[field] * (row[1] - neutral[1]), w, row) for i, w, field, row in entries]
+    pulled = (sum(p[1] for p in pulls), sum(p[2] for p in pulls))
+    at = (n * neutral[0], n * neutral[1])
+    both, first = chi_square(at[0] + pulled[0], at[1] + pulled[1], n), chi_square(at[0] + pulled[0], at[1], n)
+    second, neither = chi_square(at[0], at[1] + pulled[1], n), chi_square(at[0], at[1], n)
+    parts = ((first - neither + both - second) / 2, (second - neither + both - first) / 2)
+    rate = [part / total if total != 0 else 0.0 for part, total in zip(parts, pulled, strict=True)]
+    for i, pull0, pull1, w, row in pulls:
+        own = (row[0] - row[1]) - (neutral[0] - neutral[1])
+        shares[i] = rate[0] * pull0 + rate[1] * pull1 + FISHER_MEAN_WEIGHT * w * own / max(plain_n, 1.0)
+
+
 def logaddexp(a: float, b: float) -> float:
     top = max(a, b)
     if top == -math.inf:
@@ -529,7 +566,15 @@ def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
     return log_q, log_p
 
 
-Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict"))
+# `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`).
+Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons"), defaults=((),))
+
+
+def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, float]]:
+    """The n tokens of largest share (model.Explanation), ranked by the share as the header
+    rounds it (2 decimals), then by token, so that both scorers rank alike; none that rounds to 0."""
+    shown = [(token, share) for token, share in shares if round(share, 2) != 0]
+    return sorted(shown, key=lambda pair: (-abs(round(pair[1], 2)), pair[0]))[:n]
 
 
 class CutoffError(ValueError):
@@ -547,8 +592,9 @@ def verdict_at(scoring: Scoring, score: float, cutoffs: tuple[float | None, floa
     return "spam" if score >= spam and score > scoring.spam_floor else "ham" if score <= ham else "unsure"
 
 
-def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None)) -> Verdict:
-    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`, see `verdict_at`).
+def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0) -> Verdict:
+    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`, see `verdict_at`),
+    and its `reasons` strongest tokens.
 
     A model file that is a zip of another kind than spamnb writes (compressed members,
     ZIP64) goes to numpy's loader instead.
@@ -562,10 +608,14 @@ def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | N
 
         full = store.load(path, scoring_only=True)
         numeric: list[int] | None = [] if full.scoring.meta != "none" else None
-        lo = full.explain(Tokenizer(full.tokens)(data, numeric), numeric).log_odds
-        p = full.scoring.probability(lo)
-        return Verdict(lo, p, verdict_at(full.scoring, p, cutoffs))
+        e = full.explain(Tokenizer(full.tokens)(data, numeric), numeric)
+        p = full.scoring.probability(e.log_odds)
+        return Verdict(e.log_odds, p, verdict_at(full.scoring, p, cutoffs), strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons))
     numeric = [] if model.scoring.meta != "none" else None
-    lo = model.log_odds(Tokenizer(model.tokens)(data, numeric), numeric)
+    distinct = Counter(Tokenizer(model.tokens)(data, numeric))
+    shares = [0.0] * len(distinct) if reasons else None
+    lo = model.log_odds_of(distinct, shares, numeric)
     p = model.scoring.probability(lo)
-    return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs))
+    a, _ = model.scoring.calibration
+    why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []
+    return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs), why)

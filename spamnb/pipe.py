@@ -28,6 +28,7 @@ from spamnb import headers
 # `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import BinaryIO, TextIO
 
 EXIT = {"spam": 0, "ham": 1, "unsure": 2}
@@ -44,9 +45,48 @@ class InputError(Exception):
     """Nothing to filter."""
 
 
-def verdict_header(verdict: str, score: float) -> str:
-    """The value of `X-Spamnb`: `spam, score=0.9973` (score is P(spam), 4 decimals)."""
-    return f"{verdict}, score={score:.4f}"
+def verdict_header(verdict: str, score: float, reasons: Sequence[tuple[str, float]] = ()) -> str:
+    """The value of `X-Spamnb`: `spam, score=0.9973` (score is P(spam), 4 decimals).
+
+    With `reasons` (`--reasons N`: tokens and their shares of ln(P / (1 - P)), as `inspect
+    --explain` shows them), `, tokens=` and `TOKEN=+1.23` for each, separated by `, `,
+    folded before a space (a newline there, for `headers.stamp`; unfolded, the same value)
+    so that lines stay within 78
+    columns where the tokens allow (never over 998).  A token is written in ASCII:
+    `header_token`.
+    """
+    value = f"{verdict}, score={score:.4f}"
+    if not reasons:
+        return value
+    pieces = value.split(" ")
+    items = [f"{header_token(token)}={share:+.2f}" for token, share in reasons]
+    pieces[-1] += ","
+    pieces += [f"tokens={items[0]}", *items[1:]]
+    pieces[-len(items) : -1] = [item + "," for item in pieces[-len(items) : -1]]
+    lines = [VERDICT_FIELD + pieces[0]]
+    for piece in pieces[1:]:
+        if len(lines[-1]) + 1 + len(piece) > FOLD_AT:
+            lines.append(" " + piece)
+        else:
+            lines[-1] += " " + piece
+    return "\n".join(lines)[len(VERDICT_FIELD) :]
+
+
+VERDICT_FIELD = "X-Spamnb: "
+FOLD_AT = 78
+# Characters a token keeps in the header; any other byte of its UTF-8 is %XX.
+PLAIN = frozenset(map(chr, range(0x21, 0x7F))) - set("%,=")
+TOKEN_CHARS = 60  # of a token, at most, in the header: a long one is cut, with "..."
+
+
+def header_token(token: str) -> str:
+    """A token as the header writes it: printable ASCII but for `%`, `,` and `=`, each other
+    byte of its UTF-8 (surrogates passed) as %XX; its first TOKEN_CHARS characters and "..."
+    if longer.  Never a space, a control character or a non-ASCII byte, so the header
+    cannot be broken or forged by what a message holds."""
+    cut = token[:TOKEN_CHARS]
+    text = "".join(ch if ch in PLAIN else "".join(f"%{byte:02X}" for byte in ch.encode("utf-8", "surrogatepass")) for ch in cut)
+    return text + ("..." if len(token) > TOKEN_CHARS else "")
 
 
 def read_into(stdin: BinaryIO, chunks: list[bytes]) -> None:
@@ -75,15 +115,15 @@ def describe(err: BaseException) -> str:
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
 
-def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS) -> tuple[bytes, int]:
-    """The stamped message and its exit status."""
+def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, reasons: int = 0) -> tuple[bytes, int]:
+    """The stamped message and its exit status; `reasons`: how many tokens the header names."""
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
     from spamnb import npzview, onemessage
 
-    _, score, verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs)
-    return headers.stamp(data, verdict_header(verdict, score)), EXIT[verdict]
+    _, score, verdict, why = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
+    return headers.stamp(data, verdict_header(verdict, score, why)), EXIT[verdict]
 
 
 class Stopped(Exception):
@@ -140,13 +180,15 @@ def run(
     refuse: str = "",
     cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
     exit_zero: bool = False,
+    reasons: int = 0,
 ) -> int:
     """Filter one message; `model_path` None means the default model; `refuse` (a usage
     error) passes the message through unscored with that reason.  `exit_zero`: exit 0
     for every verdict, so that procmail's `:0 fw` takes the stamped message without
-    logging a failure (3 stays 3: procmail then keeps its own copy)."""
+    logging a failure (3 stays 3: procmail then keeps its own copy).  `reasons`: the
+    header names the message's that many strongest tokens (0: none)."""
     with StopSignals() as stop:
-        status, complaint = filter_stream(model_path, stdin, stdout, refuse, stop, cutoffs, exit_zero)
+        status, complaint = filter_stream(model_path, stdin, stdout, refuse, stop, cutoffs, exit_zero, reasons)
     if complaint:
         with contextlib.suppress(Exception):
             stderr.write(f"spamnb: {complaint}\n")
@@ -162,6 +204,7 @@ def filter_stream(
     stop: StopSignals,
     cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
     exit_zero: bool = False,
+    reasons: int = 0,
 ) -> tuple[int, str]:
     """Read, score and write one message: (exit status, a line for stderr or "")."""
     chunks: list[bytes] = []
@@ -172,7 +215,7 @@ def filter_stream(
             raise InputError(refuse)
         chunks[:] = [b"".join(chunks)]
         stop.check()
-        out, status = filter_message(model_path, chunks[0], cutoffs)
+        out, status = filter_message(model_path, chunks[0], cutoffs, reasons)
         stop.check()  # the verdict came too late: the message goes out as it came
         chunks[:] = [out]
         if exit_zero:
@@ -223,13 +266,13 @@ def parse_args(argv: list[str]) -> tuple[bool, str | None]:
     return (False, None) if args is None else (True, args[0])
 
 
-VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff")
+VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff", "--reasons")
 
 
-def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, float | None], bool] | None:
-    """(MODEL, cut-offs, --exit-zero) of `[--debug|-q|--quiet]... classify --pipe [OPTION]...`,
-    OPTION one of -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P, --exit-zero,
-    -q/--quiet.  MODEL None: the default model.
+def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, float | None], bool, int] | None:
+    """(MODEL, cut-offs, --exit-zero, --reasons) of `[--debug|-q|--quiet]... classify --pipe
+    [OPTION]...`, OPTION one of -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P,
+    --exit-zero, --reasons N, -q/--quiet.  MODEL None: the default model.
 
     None for anything else (including --help or a stray SRC), which the full command
     line then handles, errors and all.
@@ -262,12 +305,13 @@ def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, floa
             return None
     try:
         spam, ham = (float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff"))
+        reasons = int(values.get("--reasons", "0"))
     except ValueError:
         return None
-    if values.get("--model") == "":
+    if values.get("--model") == "" or reasons < 0:
         return None
-    return values.get("--model"), (spam, ham), exit_zero
+    return values.get("--model"), (spam, ham), exit_zero, reasons
 
 
-def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False) -> int:
-    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero)
+def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False, reasons: int = 0) -> int:
+    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero, reasons=reasons)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -115,35 +116,45 @@ def test_switching_the_event_model_is_refused(model: Path, tmp_path: Path) -> No
     assert run_cli("-q", "train", "-m", copy, "--spam", SAMPLE / "spam.mbox", "--event", "fisher", "--alpha", "0.01").exit_code == 0
 
 
-def wait_until_sleeping(pid: int) -> None:
-    """Until the process has sat blocked (not running) for a few looks in a row."""
-    quiet = 0
-    for _ in range(600):
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        quiet = quiet + 1 if state == "S" else 0
-        if quiet >= 5:
-            return
-        time.sleep(0.05)
+# read(2)'s number, as /proc/PID/syscall gives it (the first field; the second is the fd).
+READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}
 
 
-def interrupted(args: list[str], when: str) -> subprocess.CompletedProcess[bytes]:
+def reading_stdin(pid: int) -> bool:
+    """Whether the process sits in read(2) on its stdin: ready to be interrupted there."""
+    if os.uname().machine not in READ_SYSCALL:
+        pytest.skip(f"read(2)'s number on {os.uname().machine} is not known here")
+    fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    return fields[:2] == [READ_SYSCALL[os.uname().machine], "0x0"]
+
+
+def has_workers(pid: int) -> bool:
+    return bool(Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+
+
+def interrupted(args: list[str], ready: Callable[[int], bool]) -> subprocess.CompletedProcess[bytes]:
+    """Run spamnb ARGS in a session of its own and, once `ready(pid)`, Ctrl-C it.
+
+    The group is stopped (SIGSTOP) as soon as it is seen ready, so that it cannot finish
+    or move on before the SIGINT: that waits while it is stopped and is the first thing it
+    meets when it continues.  No timing: each wait is for what the child does or is.
+    """
     proc = subprocess.Popen([str(SPAMNB), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    if when == "blocked":
-        wait_until_sleeping(proc.pid)
-    else:  # once the worker processes run
-        for _ in range(1200):
-            if Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split() or proc.poll() is not None:
-                break
-            time.sleep(0.01)
+    while not ready(proc.pid):
+        assert proc.poll() is None, f"spamnb ended before it was ready: {proc.communicate()}"
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGSTOP)
+    while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        time.sleep(0.01)
+    assert ready(proc.pid)  # still: stopped where it was seen
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    out, err = proc.communicate(timeout=120)
-    if proc.stdin:
-        proc.stdin.close()
+    os.killpg(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=600)
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    done = interrupted(["train", "-m", str(tmp_path / "m.npz"), "--spam", "-"], "blocked")
+    done = interrupted(["train", "-m", str(tmp_path / "m.npz"), "--spam", "-"], reading_stdin)
     assert done.returncode == 130, done.stderr
     assert done.stderr.decode().strip() == "spamnb: interrupted"
     assert not (tmp_path / "m.npz").exists()
@@ -152,7 +163,7 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
 def test_ctrl_c_stops_the_workers_quietly_too(tmp_path: Path) -> None:
     mbox = tmp_path / "big.mbox"
     mbox.write_bytes(mboxrd(make_mail(subject=f"note {i}", body=f"words {i} more words {i * 7}") for i in range(20000)))
-    done = interrupted(["train", "-m", str(tmp_path / "m.npz"), "--jobs", "2", "--ham", str(mbox)], "workers")
+    done = interrupted(["train", "-m", str(tmp_path / "m.npz"), "--jobs", "2", "--ham", str(mbox)], has_workers)
     assert done.returncode == 130, done.stderr
     assert b"Traceback" not in done.stderr and b"KeyboardInterrupt" not in done.stderr
     assert done.stderr.decode().strip() == "spamnb: interrupted"

@@ -10,7 +10,7 @@ import pytest
 from spamnb import nb
 from spamnb.merge import mean_calibration
 from spamnb.model import Model, Scoring
-from tests.conftest import Corpus, fake_corpus, run_cli, write_files
+from tests.conftest import Corpus, fake_corpus, make_mail, run_cli, write_files
 from tests.test_cli import assert_one_line_error, json_lines, ok
 
 ARRAYS = ("tokens", "tf", "df", "docs", "learnt", "learnt_class", "settings")
@@ -77,6 +77,26 @@ def test_overlap_is_refused_without_the_mail_and_counted_once_with_it(corpus: Co
     assert "added 8 messages" in result.stderr and "8 learnt in more than one counted once" in result.stderr
     assert_same_counts(a, whole)
     assert [s["log_odds"] for s in scores(a, corpus.spam_mbox)] == [s["log_odds"] for s in scores(whole, corpus.spam_mbox)]
+
+
+def test_a_copy_learnt_under_the_older_digest_counts_once(tmp_path: Path) -> None:
+    from spamnb import headers, store
+
+    mails = [b"Received: from relay%d.example.net by mx.example.org\n" % i + make_mail(f"note {i}", f"words {i} and more words") for i in range(6)]
+    folder = write_files(tmp_path / "mail", mails)[0].parent
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    for model in (a, b):
+        ok("train", "-q", "-m", model, "--ham", folder)
+    # a as a model trained before the digest left out the transport fields holds them
+    old = store.load(str(a), growable=True)
+    old.learnt = {headers.legacy_digest(m, old.tokens.max_bytes): nb.HAM for m in mails}
+    assert not old.learnt.keys() & store.load(str(b)).learnt.keys()
+    store.save(old, str(a))
+    result = ok("merge", "-m", a, b, "--messages", folder)
+    assert "6 learnt in more than one counted once" in result.stderr
+    merged = store.load(str(a))
+    assert merged.counts.docs.tolist() == [6, 0] and len(merged.learnt) == 6
+    assert "already known 6" in ok("train", "-m", a, "--ham", folder).stderr
 
 
 def test_a_message_learnt_as_both_classes_is_a_conflict_until_a_side_is_chosen(corpus: Corpus, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -201,7 +202,7 @@ def test_a_journalled_learn_counts_the_features(trained: tuple[str, str], tmp_pa
     one = onemessage.OneModel(str(path))
     q: list[int] = []
     tokens = Tokenizer()(items[2].data, q)
-    assert one.log_odds(tokens, q) == pytest.approx(store.load(str(path)).explain(tokens, q).log_odds, rel=1e-9)
+    assert one.log_odds_of(Counter(tokens), numeric=q) == pytest.approx(store.load(str(path)).explain(tokens, q).log_odds, rel=1e-9)
     assert learnone.learn(str(path), [(items[0].label, str(message))], forget=True, quiet=True) == 0  # type: ignore[arg-type]
     assert (store.load(str(path)).moments == rest).all()
 

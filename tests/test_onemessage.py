@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +68,7 @@ def test_every_sample_message_scores_as_batch_classify_scores_it(tmp_path: Path,
     batch = list(classifier.classify(model, items))
     assert len(batch) == len(items) > 100
     for item, scored in zip(items, batch, strict=True):
-        log_odds = one.log_odds(tokenize(item.data))
+        log_odds = one.log_odds_of(Counter(tokenize(item.data)))
         assert log_odds == pytest.approx(scored.log_odds, rel=RELATIVE, abs=1e-12), item.id
         verdict = onemessage.score_message(path, item.data)
         assert (verdict.score, verdict.verdict) == (pytest.approx(scored.score, rel=RELATIVE, abs=1e-15), scored.verdict)

@@ -313,9 +313,9 @@ def fail_with(error: BaseException) -> Callable[..., NoReturn]:
         ("spamnb.tokens.Tokenizer.__call__", MemoryError(), "MemoryError"),
         ("spamnb.npzview.open_members", MemoryError("Unable to allocate 8.00 TiB"), "MemoryError"),
         ("spamnb.headers.stamp", MemoryError(), "MemoryError"),
-        ("spamnb.onemessage.OneModel.log_odds", RuntimeError("line one\nline two\n\nline three"), "line one line two line three"),
+        ("spamnb.onemessage.OneModel.log_odds_of", RuntimeError("line one\nline two\n\nline three"), "line one line two line three"),
         ("spamnb.tokens.Tokenizer.__call__", RecursionError("maximum recursion depth exceeded"), "RecursionError"),
-        ("spamnb.onemessage.OneModel.log_odds", KeyError("tf"), "KeyError"),
+        ("spamnb.onemessage.OneModel.log_odds_of", KeyError("tf"), "KeyError"),
     ],
     ids=["MemoryError tokenising", "MemoryError loading", "MemoryError stamping", "multi-line error", "RecursionError", "KeyError"],
 )
@@ -331,7 +331,7 @@ def test_an_error_that_cannot_even_be_described(model: Path, monkeypatch: pytest
         def __str__(self) -> str:
             raise ValueError("no words")
 
-    monkeypatch.setattr("spamnb.onemessage.OneModel.log_odds", fail_with(Unprintable()))
+    monkeypatch.setattr("spamnb.onemessage.OneModel.log_odds_of", fail_with(Unprintable()))
     assert_failed_open(run_pipe(model, SPAM_MAIL), SPAM_MAIL, "Unprintable")
 
 
