@@ -246,6 +246,18 @@ def scoring_options(fn: F) -> F:
     )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     fn = click.option(
+        "--tf", type=click.Choice(["presence", "log"]), default=None,
+        help="Multinomial and complement: each learnt and scored message's term frequency, presence or log(1 + count). [default: presence]",
+    )(fn)
+    fn = click.option(
+        "--idf/--no-idf", default=None,
+        help="Multinomial and complement: weight each token by its inverse document frequency. [default: no]",
+    )(fn)
+    fn = click.option(
+        "--length-norm", type=click.Choice(["none", "l2"]), default=None,
+        help="Multinomial and complement: divide each message's term frequencies by their L2 norm. [default: none]",
+    )(fn)
+    fn = click.option(
         "--meta",
         type=click.Choice(["none", "gaussian", "gda"]),
         default=None,
@@ -304,6 +316,9 @@ class ModelOptions(NamedTuple):
     event: str | None
     alpha: float | None
     meta: str | None
+    tf: str | None
+    idf: bool | None
+    length_norm: str | None
     spam_cutoff: float | None
     ham_cutoff: float | None
     min_count: int
@@ -341,14 +356,21 @@ def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
             code=2,
         )
     tokens = tokens.replace(**token_changes)
-    scoring_changes = {k: v for k, v in {"event": options.event, "alpha": options.alpha, "meta": options.meta}.items() if v is not None}
-    changed = scoring.replace(**scoring_changes)
-    if base is not None and changed.meta != scoring.meta:
+    asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm, "meta": options.meta}
+    scoring_changes = {k: v for k, v in asked.items() if v is not None}
+    weighting = scoring._replace(**scoring_changes).weighting()
+    if base is not None and weighting != scoring.weighting():
+        # The learnt messages were summed with their own transform, which they are not kept to redo.
+        raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    if base is not None and options.meta is not None and options.meta != scoring.meta:
         # The moments of the mail learnt without the features are not in the model.
-        raise Failure(
-            f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)",
-            code=EXIT_USAGE,
-        )
+        raise Failure(f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    try:
+        changed = scoring.replace(**scoring_changes)
+    except ValueError as err:
+        if not weighting:
+            raise
+        raise Failure(str(err), code=EXIT_USAGE) from err
     if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
         # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
         # all the mail learnt, which the model does not keep.

@@ -211,7 +211,7 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
             raise ClusterError(f"{where}the mail changed while training (read twice, not the same); nothing saved")
         datas.append(item.data)
     vocab = Vocabulary()
-    model = Model(vocab=vocab)
+    model = Model(vocab=vocab, counts=nb.Counts.empty(weighting=work.step.weighting))
     sample = []
     offer, keep = first_offer, set(wanted)
     which, classes, signs = (np.asarray(a, dtype=np.int64) for a in (plan.which, plan.classes, plan.signs))
@@ -235,10 +235,9 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
 
 def added(a: nb.Counts, b: nb.Counts, cols: np.ndarray, width: int) -> nb.Counts:
     """a + b, where b's column j is column cols[j] of the result, `width` columns wide."""
-    pad = ((0, 0), (0, width - a.n_features))
-    out = nb.Counts(a.docs + b.docs, np.pad(a.tf, pad), np.pad(a.df, pad))
-    out.tf[:, cols] += b.tf
-    out.df[:, cols] += b.df
+    out = a.copy()
+    out.grow(width)
+    out.add_at(b, cols)
     return out
 
 
@@ -336,9 +335,7 @@ def learn(
     cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
     model.counts.grow(len(vocab))
     counts = model.counts
-    counts.docs += root.counts.docs
-    counts.tf[:, cols] += root.counts.tf
-    counts.df[:, cols] += root.counts.df
+    counts.add_at(root.counts, cols)
     counts.clamp()  # as classifier.learn: once, after all the changes
     model.moments += root.moments
     if root.sample:

@@ -9,7 +9,20 @@ import numpy as np
 
 from spamnb.chi2 import log_chi2_tails
 from spamnb.features import Rows
-from spamnb.nb import DENSE_GROUPS, HAM, SPAM, Counts, Entries, EventModel, class_log_prior, placed, row_sums
+from spamnb.nb import (
+    DENSE_GROUPS,
+    HAM,
+    SPAM,
+    UNWEIGHTED,
+    WEIGHT_SCALE,
+    Counts,
+    Entries,
+    EventModel,
+    Weighting,
+    class_log_prior,
+    placed,
+    row_sums,
+)
 
 EVENT_MODELS: dict[str, type[EventModel]] = {}
 
@@ -20,11 +33,22 @@ def register(cls: type[EventModel]) -> type[EventModel]:
     return cls
 
 
-def event_model(name: str, alpha: float | None = None) -> EventModel:
-    """The registered event model `name`, with `alpha` (None: its measured default)."""
+def event_model(name: str, alpha: float | None = None, weighting: Weighting = UNWEIGHTED) -> EventModel:
+    """The registered event model `name`, with `alpha` (None: its measured default) and
+    `weighting` (only the occurrence models take one)."""
     if name not in EVENT_MODELS:
         raise ValueError(f"unknown event model {name!r}; choose from {', '.join(EVENT_MODELS)}")
-    return EVENT_MODELS[name](alpha)
+    cls = EVENT_MODELS[name]
+    if not weighting:
+        return cls(alpha)
+    weighting.check()
+    if not issubclass(cls, Occurrences):
+        raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models ({', '.join(occurrence_models())}), not {name}")
+    return cls(alpha, weighting=weighting)
+
+
+def occurrence_models() -> list[str]:
+    return [name for name, cls in EVENT_MODELS.items() if issubclass(cls, Occurrences)]
 
 
 class Linear(EventModel):
@@ -60,16 +84,41 @@ class Occurrences(Linear):
     their event models for spam); multinomial 1-AUC 0.180% -> 0.066% on the SpamAssassin corpus.
     """
 
-    def __init__(self, alpha: float | None = None, boolean: bool = True) -> None:
+    def __init__(self, alpha: float | None = None, boolean: bool = True, weighting: Weighting = UNWEIGHTED) -> None:
         super().__init__(alpha)
         self.boolean = boolean
+        self.weighting = weighting
 
     def occurrences(self, counts: Counts) -> np.ndarray:
-        """Per class and token: the messages holding it (boolean) or its occurrences."""
-        return counts.df if self.boolean else counts.tf
+        """Per class and token: the messages holding it (boolean) or its occurrences; with a
+        weighting, the sums of its transformed frequencies, times its idf."""
+        if not self.weighting:
+            return counts.df if self.boolean else counts.tf
+        if counts.weighted is None:
+            raise ValueError("the model holds no weighted counts: train it with the weighting it scores with")
+        weighted = counts.weighted / WEIGHT_SCALE
+        return weighted * self.weighting.idf_of(counts) if self.weighting.idf else weighted
+
+    def query_idf(self, counts: Counts, cols: np.ndarray | None) -> np.ndarray | float:
+        """What a scored message's transformed frequencies are multiplied by: the tokens' idf, or 1."""
+        if not self.weighting.idf:
+            return 1.0
+        idf = self.weighting.idf_of(counts)
+        return idf if cols is None else idf[cols]
 
     def prepare(self, counts: np.ndarray) -> np.ndarray:
         return super().prepare(counts) if self.boolean else np.asarray(counts)
+
+    def vocabulary_sums(self, counts: Counts) -> np.ndarray:
+        """(2, 2): per class the sum over the vocabulary of what it counts, and of log(that +
+        alpha): what the one-message scorer cannot sum for itself per message."""
+        every = self.occurrences(counts)
+        return np.column_stack((every.sum(axis=1), np.log(every + self.alpha).sum(axis=1)))
+
+    def message_weights(self, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        if not self.weighting:
+            return super().message_weights(counts, lengths)
+        return self.weighting.entry_weights(counts, lengths)
 
 
 @register
@@ -87,7 +136,7 @@ class Multinomial(Occurrences):
     def weights(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         flp = self.feature_log_prob(counts, cols)
         prior = class_log_prior(counts)
-        return flp[SPAM] - flp[HAM], float(prior[SPAM] - prior[HAM])
+        return (flp[SPAM] - flp[HAM]) * self.query_idf(counts, cols), float(prior[SPAM] - prior[HAM])
 
 
 @register
@@ -130,8 +179,8 @@ class Complement(Occurrences):
 
     name = "complement"
 
-    def __init__(self, alpha: float | None = None, boolean: bool = True, norm: bool = True) -> None:
-        super().__init__(alpha, boolean)
+    def __init__(self, alpha: float | None = None, boolean: bool = True, norm: bool = True, weighting: Weighting = UNWEIGHTED) -> None:
+        super().__init__(alpha, boolean, weighting)
         self.norm = norm
 
     def feature_log_prob(self, counts: Counts, cols: np.ndarray | None = None) -> np.ndarray:
@@ -146,7 +195,7 @@ class Complement(Occurrences):
 
     def weights(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         flp = self.feature_log_prob(counts, cols)
-        return flp[SPAM] - flp[HAM], 0.0
+        return (flp[SPAM] - flp[HAM]) * self.query_idf(counts, cols), 0.0
 
 
 @register

@@ -118,6 +118,8 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
     learnt = moved = already = forgotten = 0
     with journal.locked(model_path, wait, notice):
         model = onemessage.OneModel(model_path)
+        if model.weighted is not None:
+            raise npzview.NotPlain(model_path)  # the journal holds no weighted sums: the full command line learns
         tokenize = Tokenizer(model.tokens)
         now: dict[bytes, int | None] = {}  # this run's changes, on top of model and journal
         for label, src in sources:

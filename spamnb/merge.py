@@ -43,12 +43,17 @@ class MergeReport:
 
 
 def check_settings(names: Sequence[str], models: Sequence[Model]) -> None:
-    """Every model tokenises as the first does: counts of different tokens do not add; and
-    scores the numeric features as it does: one without them holds none to add."""
-    first = models[0].tokens
+    """Every model tokenises and weights as the first does: counts of different tokens,
+    or sums of differently transformed messages, do not add; and scores the numeric
+    features as it does: one without them holds none to add."""
+    first, weighting = models[0].tokens, models[0].counts.weighting
     for name, model in zip(names[1:], models[1:], strict=True):
         if model.tokens != first:
             raise MergeError(f"{name} was trained with tokeniser settings {model.tokens.to_json()}, {names[0]} with {first.to_json()}: their counts cannot be added")
+        if model.counts.weighting != weighting:
+            raise MergeError(
+                f"{name} was trained with {model.counts.weighting.as_options()}, {names[0]} with {weighting.as_options()}: their counts cannot be added"
+            )
         if model.scoring.meta != models[0].scoring.meta:
             raise MergeError(f"{name} was trained with --meta {model.scoring.meta}, {names[0]} with --meta {models[0].scoring.meta}: their counts cannot be added")
 
@@ -158,9 +163,7 @@ def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:
     other.counts.grow(len(other_vocab))
     cols = np.asarray(vocab.grow(other_vocab.tokens), dtype=np.int64)
     target.counts.grow(len(vocab))
-    target.counts.tf[:, cols] += other.counts.tf.astype(np.int64)
-    target.counts.df[:, cols] += other.counts.df.astype(np.int64)
-    target.counts.docs += other.counts.docs.astype(np.int64)
+    target.counts.add_at(other.counts, cols)
     target.moments = target.moments + other.moments
     target.learnt.update(other.learnt)
 
@@ -173,7 +176,7 @@ def drop_empty_tokens(model: Model) -> int:
     dropped = len(vocab) - keep.size
     if dropped:
         model.vocab = Vocabulary([vocab.tokens[i] for i in keep.tolist()])
-        model.counts = nb.Counts(model.counts.docs, model.counts.tf[:, keep], model.counts.df[:, keep])
+        model.counts = model.counts.take(keep)
     return dropped
 
 

@@ -26,6 +26,10 @@ class ScoringFields(NamedTuple):
     # Fitted with the calibration: a spam verdict also needs P above this, so that the
     # ham the verdict loses stays within HAM_LOSS of the ham (see `ham_loss_floor`).
     spam_floor: float = 0.0
+    # TF-IDF weighting and length normalisation (nb.Weighting), multinomial and complement only.
+    tf: str = "presence"
+    idf: bool = False
+    length_norm: str = "none"
     # The numeric features' term (spamnb.meta): "none", "gaussian" or "gda"; and its
     # weight beside the text's log-odds, fitted with the calibration (`fit_meta_weight`).
     meta: str = "none"
@@ -45,7 +49,7 @@ class Scoring(ScoringFields):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Scoring:
         self = super().__new__(cls, *args, **kwargs)
-        events.event_model(self.event, self.alpha)  # validates both
+        events.event_model(self.event, self.alpha, self.weighting())  # validates all three
         if not 0.0 <= self.ham_cutoff <= self.spam_cutoff <= 1.0:
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
         if not 0.0 <= self.spam_floor <= 1.0:
@@ -63,8 +67,11 @@ class Scoring(ScoringFields):
         """This scoring with some settings changed, checked like a new one (`_replace` is not)."""
         return Scoring(**{**self._asdict(), **changes})
 
+    def weighting(self) -> nb.Weighting:
+        return nb.Weighting(self.tf, bool(self.idf), self.length_norm)
+
     def event_model(self) -> nb.EventModel:
-        return events.event_model(self.event, self.alpha)
+        return events.event_model(self.event, self.alpha, self.weighting())
 
     def probability(self, log_odds: float) -> float:
         a, b = self.calibration
@@ -283,7 +290,7 @@ class Model:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
         self.vocab = vocab if vocab is not None else Vocabulary()
-        self.counts = counts if counts is not None else nb.Counts.empty()
+        self.counts = counts if counts is not None else nb.Counts.empty(weighting=self.scoring.weighting())
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
         self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
@@ -313,13 +320,13 @@ class Model:
         vocab = self.growable()
         self.counts.grow(len(vocab))
         order = vocab.sorted_order()  # columns in token order: ties at the cap break the same way on every path
-        counts = nb.Counts(self.counts.docs, self.counts.tf[:, order], self.counts.df[:, order])
+        counts = self.counts.take(order)
         keep = pruning.keep(counts)
         dropped = counts.n_features - keep.size
         if dropped:
             tokens = [vocab.tokens[i] for i in order[keep]]
             self.vocab = Vocabulary(tokens, sorted_prefix=len(tokens))
-            self.counts = nb.Counts(counts.docs, counts.tf[:, keep], counts.df[:, keep])
+            self.counts = counts.take(keep)
         return dropped
 
     def weights(self, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]:
@@ -341,7 +348,7 @@ class Model:
         event = self.scoring.event_model()
         return event.counted(field_ids(tokens)) if event.by_field else np.ones(len(tokens), bool)
 
-    def explain(self, tokens: list[str], numeric: list[int] | None = None) -> Explanation:
+    def explain(self, tokens: list[str] | Counter[str], numeric: list[int] | None = None) -> Explanation:
         """One message's verdict token by token (nb.EventModel.explain), on the scale of its
         calibrated P(spam): each share times the calibration's slope a, and the rest with
         its offset b added, sum to a log-odds + b = ln(P / (1 - P)).  Reads only the

@@ -31,6 +31,7 @@ SPEC: dict[str, tuple[str, int, int]] = {
     "docs": ("iu", 1, 0),
     "learnt": ("u", 2, 1),
     "learnt_class": ("u", 1, 1),
+    "weighted": ("iu", 2, 0),
     "meta": ("i", 3, 8),
 }
 # Settings and scoring are a few hundred bytes of JSON; format and version a word.
@@ -89,6 +90,8 @@ def check_headers(headers: dict[str, Header]) -> None:
     n_tokens = tf[1]
     if tf[0] != 2 or df != tf or docs != (2,):
         raise ValueError(f"count arrays of shapes {tf}, {df}, {docs}")
+    if "weighted" in headers and headers["weighted"].shape != tf:
+        raise ValueError(f"weighted sums of shape {headers['weighted'].shape} for counts of {tf}")
     if "offsets" in headers and headers["offsets"].shape != (n_tokens + 1,):
         raise ValueError(f"{headers['offsets'].shape[0]:,} token offsets for {n_tokens:,} tokens")
     # Each token but the last ends with a separator: n bytes hold n + 1 tokens at most.
@@ -103,7 +106,7 @@ def check_headers(headers: dict[str, Header]) -> None:
 
 def load_bytes(headers: dict[str, Header]) -> int:
     """The memory a full load holds for these arrays: each as stored, and the counts widened to int64."""
-    widened = sum(2 * headers[k].shape[1] * 8 for k in ("tf", "df"))
+    widened = sum(2 * headers[k].shape[1] * 8 for k in ("tf", "df", "weighted") if k in headers)
     return sum(h.nbytes for h in headers.values()) + widened
 
 
@@ -118,8 +121,8 @@ def check_values(arrays: dict[str, np.ndarray], blob_size: int) -> None:
     offsets = arrays.get("offsets")
     if offsets is not None:
         check_offsets(offsets, blob_size)
-    for k in ("tf", "df", "docs"):
-        if arrays[k].dtype.kind == "i" and (arrays[k] < 0).any():
+    for k in ("tf", "df", "docs", "weighted"):
+        if k in arrays and arrays[k].dtype.kind == "i" and (arrays[k] < 0).any():
             raise ValueError(f"negative counts in {k}")
     moments = arrays.get("meta")
     if moments is not None and ((moments[:, 0, 0] < 0).any() or (moments.diagonal(axis1=1, axis2=2) < 0).any()):

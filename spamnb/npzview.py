@@ -21,9 +21,6 @@ from collections import namedtuple
 FORMAT = "spamnb-model"
 VERSION = 7  # the history of the format: docs/measurements.md
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
-# `offsets` (computed when absent) and `meta`, the numeric features' moments (spamnb.meta),
-# only in a model that scores them.
-OPTIONAL = ("offsets", "meta")
 
 
 class ModelError(Exception):
@@ -82,11 +79,11 @@ def zip_directory(mm: mmap.mmap | bytes) -> dict[str, Member] | None:
 # The .npy header: magic, version, header length, then a Python dict literal.
 NPY_MAGIC = b"\x93NUMPY"
 # Element kinds and sizes read here -> memoryview formats (native order; see `Array.items`).
-FORMATS = {("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q", ("i", 8): "q", ("i", 4): "i"}
+FORMATS = {("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q", ("i", 8): "q", ("i", 4): "i", ("f", 8): "d"}
 
 
 class Array:
-    """One `.npy` member as it lies in the file: element kind ('u', 'i', 'U'), size, order and
+    """One `.npy` member as it lies in the file: element kind ('u', 'i', 'f', 'U'), size, order and
     shape; `data` its bytes, starting at `offset` in the file."""
 
     __slots__ = ("data", "fortran", "itemsize", "kind", "little", "offset", "shape")
@@ -103,7 +100,7 @@ class Array:
         return n
 
     def items(self) -> memoryview | list:
-        """The elements in stored order, as plain ints (numbers only)."""
+        """The elements in stored order, as plain ints or floats (numbers only)."""
         fmt = FORMATS.get((self.kind, self.itemsize))
         if fmt is None:
             raise ValueError(f"elements of kind {self.kind}{self.itemsize}")
@@ -158,7 +155,7 @@ def npy_header(text: str) -> tuple[str, str, int, bool, tuple[int, ...]]:
     if head != "{" or tail.replace(",", "").strip() != "}" or fortran not in ("True", "False"):
         raise ValueError("an .npy header this reader does not take")
     order, kind, width = (descr[0], descr[1], descr[2:]) if descr[:1] in "<>|=" else ("=", descr[:1], descr[1:])
-    if kind not in ("u", "i", "U") or not width.isdigit():
+    if kind not in ("u", "i", "f", "U") or not width.isdigit():
         raise ValueError(f"elements of type {descr!r}")
     try:
         shape = tuple(int(d) for d in dims.replace(",", " ").split())

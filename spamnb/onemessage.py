@@ -34,6 +34,10 @@ FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8,
 MULTINOMIAL_BOOLEAN = True
 COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINOMIAL_BOOLEAN)
 DUPLICATE_STEP = (11, 10)
+# model.Scoring's weighting settings as they are when off (nb.Weighting).
+WEIGHTING = {"tf": "presence", "idf": False, "length_norm": "none"}
+UNWEIGHTED = ("presence", False, "none")
+WEIGHT_SCALE = 1 << 32  # nb.WEIGHT_SCALE
 
 
 def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
@@ -63,7 +67,7 @@ def bucket(count: int) -> int:
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "meta_weight", "spam_cutoff", "spam_floor")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "meta_weight", "spam_cutoff", "spam_floor", "weighting")
 
     def __init__(
         self,
@@ -73,17 +77,19 @@ class Scoring:
         ham_cutoff: float,
         calibration: tuple[float, float],
         spam_floor: float = 0.0,
+        weighting: tuple[str, bool, str] = UNWEIGHTED,
         meta: str = "none",
         meta_weight: float = 1.0,
     ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
         self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
+        self.weighting = weighting  # (tf, idf, length norm), as nb.Weighting
         self.meta, self.meta_weight = meta, meta_weight
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta", "meta_weight"}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta", "meta_weight", *WEIGHTING}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -107,7 +113,13 @@ class Scoring:
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
         if not 0.0 <= floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {floor}")
-        return cls(event, alpha, spam, ham, (a, b), floor, kind, weight)
+        tf, idf, norm = (data.get(k, default) for k, default in WEIGHTING.items())
+        if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
+            raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
+        weighting = (tf, bool(idf), norm)
+        if weighting != UNWEIGHTED and event not in ("multinomial", "complement"):
+            raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models (multinomial, complement), not {event}")
+        return cls(event, alpha, spam, ham, (a, b), floor, weighting, kind, weight)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -142,8 +154,11 @@ class OneModel:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._mm, a = npzview.open_members(path, npzview.REQUIRED, npzview.OPTIONAL)
+        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets", "weighted", "weighted_totals", "meta"))
         try:
+            floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
+            if floats:
+                raise ValueError(f"{floats[0]} holds floats")  # npzview reads them only for the vocabulary's sums
             fmt = a["format"].text()
             if fmt != npzview.FORMAT:
                 raise ModelError(f"{path}: not a spamnb model (format {fmt[:40]!r})")
@@ -173,6 +188,7 @@ class OneModel:
             self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
+            self.weighted = self.weighted_sums(a, n) if self.scoring.weighting != UNWEIGHTED else None
             self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
         except ModelError:
             raise
@@ -183,6 +199,8 @@ class OneModel:
         self.identity = journal.identity(self._mm)
         # Messages learnt since the model was last written (spamnb.journal): their counts are added.
         self.journal = journal.read(path, self.identity)
+        if self.weighted is not None and self.journal:
+            raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
         self.base_docs = self.docs
         self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
         self.n_features = n
@@ -196,8 +214,22 @@ class OneModel:
             # An empty model: the journal's counts are the counts (learns only add to them).
             self._now = self.journal.tokens
 
+    def weighted_sums(self, a: dict[str, npzview.Array], n: int) -> tuple[Counts2, list[list[float]]]:
+        """A weighted model's per-token sums (store.to_arrays' `weighted`) and their sums over the
+        vocabulary ([total, sum of log(sum + alpha)] per class, `weighted_totals`)."""
+        if "weighted" not in a or "weighted_totals" not in a:
+            raise npzview.NotPlain(self.path)  # numpy's loader says what is missing
+        weighted, totals = a["weighted"], a["weighted_totals"]
+        if weighted.shape != (2, n) or totals.shape != (2, 2) or weighted.kind != "u" or totals.kind != "f":
+            raise ValueError(f"weighted sums of shapes {weighted.shape}, {totals.shape}")
+        t = list(totals.items())
+        if not all(math.isfinite(v) for v in t):
+            raise ValueError("weighted sums not finite")
+        return Counts2(weighted), [t[0:2], t[2:4]] if not totals.fortran else [t[0::2], t[1::2]]
+
     def base_counts(self, names: list[str]) -> list[list[int] | None]:
-        """Each token's counts in the model file (tf ham, tf spam, df ham, df spam); None for one it lacks."""
+        """Each token's counts in the model file (tf ham, tf spam, df ham, df spam, and for a
+        weighted model its weighted sums ham, spam); None for one it lacks."""
         if not self.n_features:
             return [None] * len(names)
         tf, df = self.tf, self.df
@@ -205,6 +237,9 @@ class OneModel:
             cols = self.vocab.lookup(names)
         except ValueError as err:  # sortedtokens.OffsetError
             raise ModelError(f"{self.path}: damaged spamnb model ({err})") from err
+        if self.weighted is not None:
+            w = self.weighted[0]
+            return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col), w.at(HAM, col), w.at(SPAM, col)] if col >= 0 else None for col in cols]
         return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
 
     def _update_now(self, names: list[str]) -> None:
@@ -348,61 +383,83 @@ class OneModel:
         return out
 
     def linear(self, counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None = None) -> float:
-        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli); `shares`: see `log_odds_of`."""
+        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli, events.Complement);
+        `shares`: see `log_odds_of`."""
         event, alpha = self.scoring.event, self.scoring.alpha
         known = [i for i, c in enumerate(counts) if c is not None]
         weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
         docs = self.docs
         b = (math.log(docs[SPAM]) - math.log(sum(docs))) - (math.log(docs[HAM]) - math.log(sum(docs)))
-        if event == "multinomial":
-            at = 2 if MULTINOMIAL_BOOLEAN else 0  # message frequencies, or token occurrences
-            totals = [t + alpha * self.vocabulary_size() for t in self.class_sums("multinomial")]
-
-            def weight(c: list[int]) -> float:
-                h, s = c[at], c[at + 1]
-                return (math.log(s + alpha) - math.log(totals[SPAM])) - (math.log(h + alpha) - math.log(totals[HAM]))
-
-            x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
-        elif event == "complement":
-            b, (weight, x) = 0.0, self.complement_weight(occurrences, known)  # type: ignore[assignment]
-        else:
+        if event == "bernoulli":
             denom = [d + 2 * alpha for d in docs]
 
             def per_class(cls: int, d: int) -> float:
                 return (math.log(d + alpha) - math.log(denom[cls])) - (math.log(denom[cls] - d - alpha) - math.log(denom[cls]))
 
-            def weight(c: list[int]) -> float:
-                return per_class(SPAM, c[3]) - per_class(HAM, c[2])
-
             absent = self.class_sums("bernoulli")
             b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
-            x = [1.0] * len(known)
-        terms = [xi * w * weight(counts[i]) for xi, w, i in zip(x, weights, known, strict=True)]  # type: ignore[arg-type]
+            terms = [w * (per_class(SPAM, counts[i][3]) - per_class(HAM, counts[i][2])) for w, i in zip(weights, known, strict=True)]  # type: ignore[index]
+        else:
+            pairs, x, totals, logs = self.occurrences(counts, occurrences, known) if self.weighted is None else self.weighted_occurrences(counts, occurrences, known)
+            size = self.vocabulary_size()
+            if event == "multinomial":
+                t = [total + alpha * size for total in totals]
+
+                def weight(p: tuple[float, float]) -> float:
+                    return (math.log(p[SPAM] + alpha) - math.log(t[SPAM])) - (math.log(p[HAM] + alpha) - math.log(t[HAM]))
+
+            else:  # complement: no prior
+                b, weight = 0.0, self.complement_weight(totals, logs())  # type: ignore[assignment, operator]
+            terms = [xi * w * weight(p) for xi, w, p in zip(x, weights, pairs, strict=True)]
         if shares is not None:
             for i, term in zip(known, terms, strict=True):
                 shares[i] = term
         return sum(terms) + b
 
-    def complement_weight(self, occurrences: list[int], known: list[int]) -> tuple[object, list[float]]:
-        """events.Complement's weight of a token from its counts, and the message's x."""
+    def occurrences(self, counts: list[list[int] | None], occurrences: list[int], known: list[int]) -> tuple[list, list[float], list[float], object]:
+        """What events.Occurrences counts of each known token (ham, spam), the message's x, the
+        class totals of those counts, and (a function for) their sums of log(count + alpha)."""
+        at = 2 if MULTINOMIAL_BOOLEAN else 0  # message frequencies, or token occurrences
+        pairs = [(counts[i][at], counts[i][at + 1]) for i in known]  # type: ignore[index]
+        x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
+        return pairs, x, self.class_sums("multinomial"), lambda: self.class_sums("complement")
+
+    def weighted_occurrences(self, counts: list[list[int] | None], occurrences: list[int], known: list[int]) -> tuple[list, list[float], list[float], object]:
+        """As `occurrences` under a weighting (nb.Weighting): each token's weighted sums times its
+        idf, and the message's transformed frequencies times the idf; the vocabulary's sums
+        as the model file holds them (`weighted_totals`)."""
+        tf, idf, norm = self.scoring.weighting
+        g = [math.log1p(k) if tf == "log" else 1.0 for k in occurrences]
+        if norm == "l2":
+            length = math.sqrt(math.fsum(v * v for v in g))
+            g = [v / length for v in g]
+        n = sum(self.docs)
+        pairs, x = [], []
+        for i in known:
+            c = counts[i]
+            f = math.log((1.0 + n) / (1.0 + c[2] + c[3])) + 1.0 if idf else 1.0  # type: ignore[index]
+            pairs.append((f * (c[4] / WEIGHT_SCALE), f * (c[5] / WEIGHT_SCALE)))  # type: ignore[index]
+            x.append(g[i] * f)
+        totals = self.weighted[1]  # type: ignore[index]
+        return pairs, x, [totals[HAM][0], totals[SPAM][0]], lambda: [totals[HAM][1], totals[SPAM][1]]
+
+    def complement_weight(self, row_totals: list[float], logs: list[float]) -> object:
+        """events.Complement's weight of a token from its counts (ham, spam), given the class
+        totals of those counts and their sums of log(count + alpha)."""
         alpha, size = self.scoring.alpha, self.vocabulary_size()
-        at = 2 if MULTINOMIAL_BOOLEAN else 0
-        row_totals = self.class_sums("multinomial")
         # Class c's weights come from the other class's counts: its total, and (norm) the
         # sum over the vocabulary of its logged shares.
         totals = [row_totals[SPAM] + alpha * size, row_totals[HAM] + alpha * size]
-        logs = self.class_sums("complement")
         sums = [logs[SPAM] - size * math.log(totals[HAM]), logs[HAM] - size * math.log(totals[SPAM])]
 
-        def logged(c: list[int], cls: int) -> float:
-            other = c[at + (1 - cls)]
-            value = math.log(other + alpha) - math.log(totals[cls])
+        def logged(p: tuple[float, float], cls: int) -> float:
+            value = math.log(p[1 - cls] + alpha) - math.log(totals[cls])
             return value / sums[cls] if COMPLEMENT_NORM else -value
 
-        def weight(c: list[int]) -> float:
-            return logged(c, SPAM) - logged(c, HAM)
+        def weight(p: tuple[float, float]) -> float:
+            return logged(p, SPAM) - logged(p, HAM)
 
-        return weight, [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
+        return weight
 
     def learn(self, entry: journal.Entry) -> None:
         """Add one learn to the journal in memory (`eval --online`); nothing is written."""

@@ -21,9 +21,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
+import numpy as np
+
 from spamnb import headers, journal, onemessage
 from spamnb.classifier import LABEL_CLASS, Scored, chunks, class_of
-from spamnb.model import Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.features import Rows
+from spamnb.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -62,9 +65,46 @@ def evaluate(
 
             model_path = os.path.join(folder, "empty.npz")
             store.save(store.empty_model(tokens, scoring), model_path)
+        if scoring.weighting():
+            from spamnb import store
+
+            return run(Loaded(store.load(model_path), scoring), items, train_on_error, progress, jobs)
         model = onemessage.OneModel(model_path)
         model.scoring = onemessage.Scoring.from_json(scoring.to_json())
         return run(model, items, train_on_error, progress, jobs)
+
+
+class Loaded:
+    """`onemessage.OneModel`'s online interface over a loaded model, for the scoring the
+    one-message scorer leaves to numpy (a TF-IDF weighting or length norm)."""
+
+    def __init__(self, model: Model, scoring: Scoring) -> None:
+        self.model, self.tokens = model, model.tokens
+        model.scoring = scoring
+        # Refitted as the stream goes (`run`): plain attributes, as the one-message scorer's.
+        self.scoring = onemessage.Scoring(scoring.event, 0.0, scoring.spam_cutoff, scoring.ham_cutoff, scoring.calibration, scoring.spam_floor)
+
+    @property
+    def docs(self) -> list[int]:
+        return [int(d) for d in self.model.counts.docs]
+
+    def log_odds_of(self, distinct: dict[str, int]) -> float:
+        return self.model.explain(Counter(distinct)).log_odds
+
+    def learnt_class(self, digest: bytes) -> int | None:
+        return self.model.learnt.get(digest)
+
+    def learn(self, entry: journal.Entry) -> None:
+        vocab = self.model.growable()
+        cols = np.asarray(vocab.grow(list(entry.tokens)), dtype=np.int64)
+        rows = Rows(cols, np.fromiter(entry.tokens.values(), np.int64, len(cols)), np.array([len(cols)]))
+        for cls, sign in entry.changes():
+            self.model.counts.add(rows, np.array([cls]), np.array([sign]))
+        self.model.counts.grow(len(vocab))
+        if entry.after is None:
+            self.model.learnt.pop(entry.digest, None)
+        else:
+            self.model.learnt[entry.digest] = entry.after
 
 
 # Messages per task sent to a tokenising process.
@@ -109,8 +149,6 @@ def run(
             key, counts, numeric = next(results)
             cls = class_of(item)
             if fit_points(len(odds)) and len(set(spam)) == 2:
-                import numpy as np
-
                 z, positive = np.array(odds), np.array(spam)
                 if numeric is not None:  # the numeric features' weight too, as train fits it
                     model.scoring.meta_weight = fit_meta_weight(z, np.array(ratios), positive)

@@ -8,6 +8,11 @@ Arrays (V tokens, M learnt messages):
   tf, df            (2, V) the smallest of uint8/16/32/64 that holds them: token occurrences /
                     messages holding it; rows ham, spam
   docs              (2,) int64: messages learnt per class
+  weighted          (2, V) as tf, only with a TF-IDF weighting or length norm (nb.Weighting): per
+                    class and token the sum of the learnt messages' transformed frequencies, in
+                    units of 1 / nb.WEIGHT_SCALE
+  weighted_totals   (2, 2) float64 beside it: per class the sums over the vocabulary that the
+                    one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
   meta              (2, W, W) int64: the numeric features' moments per class (spamnb.meta);
@@ -30,14 +35,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-from spamnb import journal, modelcheck, nb, ownership
+from spamnb import events, journal, modelcheck, nb, ownership
 from spamnb.features import SortedTokens, Vocabulary, token_offsets
 from spamnb.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
 from spamnb.model import Model, Scoring
 from spamnb.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,
     LOCAL_HEADER,
-    OPTIONAL,
     REQUIRED,
     VERSION,
     Member,  # noqa: F401
@@ -62,15 +66,21 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
     counts = model.counts
     if model.scoring_only:
         raise ValueError("a model opened for scoring only cannot be saved")
-    if isinstance(vocab, SortedTokens):
-        blob = vocab.data()
-        tf, df = counts.tf, counts.df
-    else:
+    if not isinstance(vocab, SortedTokens):
         blob, order = vocab.sorted_blob()
-        tf, df = counts.tf[:, order], counts.df[:, order]
+        counts = counts.take(order)
+    else:
+        blob = vocab.data()
+    tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
     numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
+    weighted = {}
+    if counts.weighted is not None:
+        event = model.scoring.event_model()
+        assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
+        weighted = {"weighted": smallest_uint(counts.weighted), "weighted_totals": event.vocabulary_sums(counts)}
     return {
+        **weighted,
         "format": np.array(FORMAT),
         "version": np.array(VERSION),
         "tokens": np.frombuffer(blob, dtype=np.uint8),
@@ -304,11 +314,12 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
         if len(vocab) != a["tf"].shape[1]:
             raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
         learnt, learnt_class = a["learnt"], a["learnt_class"]
+        scoring = Scoring.from_json(str(a["scoring"][()]))
         model = Model(
             tokens=TokenSettings.from_json(str(a["settings"][()])),
-            scoring=Scoring.from_json(str(a["scoring"][()])),
+            scoring=scoring,
             vocab=vocab,
-            counts=nb.Counts(a["docs"].astype(np.int64), a["tf"].astype(np.int64), a["df"].astype(np.int64)),
+            counts=counts_of(a, scoring, np.int64),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
             moments=moments_of(a),
         )
@@ -322,6 +333,24 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
 def moments_of(a: dict[str, np.ndarray]) -> np.ndarray | None:
     """The numeric features' moments (a model without them: None, that is none learnt)."""
     return a["meta"].astype(np.int64) if "meta" in a else None
+
+
+# Members a model file may lack: the offsets (computed when absent) and the weighted sums
+# of a model without a weighting, the numeric features' moments of one without --meta.
+OPTIONAL = ("offsets", "weighted", "meta")
+
+
+def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:
+    """The counts of a model file's arrays (as stored, or widened to `dtype`), the weighted
+    sums with them exactly when its scoring weights."""
+    weighting = scoring.weighting()
+    if bool(weighting) != ("weighted" in a):
+        raise ValueError("weighted sums without a weighting" if "weighted" in a else "a weighting without its weighted sums")
+    tf, df = (a[k] if dtype is None else a[k].astype(dtype) for k in ("tf", "df"))
+    weighted = a.get("weighted")
+    if weighted is not None and dtype is not None:
+        weighted = weighted.astype(dtype)
+    return nb.Counts(a["docs"].astype(np.int64), tf, df, weighted, weighting)
 
 
 def describe(err: BaseException) -> str:
@@ -346,8 +375,8 @@ def load_mapped(path: str) -> Model | None:
         names = [*REQUIRED, "offsets"]
         if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
             return None
-        names += [k for k in OPTIONAL if k not in names and f"{k}.npy" in directory]
-        if any(not directory[f"{k}.npy"].stored for k in names):
+        names += [k for k in OPTIONAL if k != "offsets" and f"{k}.npy" in directory]
+        if not all(directory[f"{k}.npy"].stored for k in names):
             return None
         headers, data_at = {}, {}
         for k in names:
@@ -381,16 +410,17 @@ def load_mapped(path: str) -> Model | None:
             modelcheck.check_member(k, headers[k])
         check_identity(path, array("format"), array("version"))
         modelcheck.check_headers(headers)
-        if headers["tf"].dtype.kind != "u" or headers["df"].dtype.kind != "u":
+        if any(headers[k].dtype.kind != "u" for k in ("tf", "df", "weighted") if k in headers):
             return None  # signed counts: the full loader checks every one
         arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
         blob_size = headers["tokens"].shape[0]
         modelcheck.check_values(arrays, blob_size)
+        scoring = Scoring.from_json(str(arrays["scoring"][()]))
         return Model(
             tokens=TokenSettings.from_json(str(arrays["settings"][()])),
-            scoring=Scoring.from_json(str(arrays["scoring"][()])),
+            scoring=scoring,
             vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
-            counts=nb.Counts(arrays["docs"].astype(np.int64), arrays["tf"], arrays["df"]),
+            counts=counts_of(arrays, scoring),
             scoring_only=True,
             moments=moments_of(arrays),
         )

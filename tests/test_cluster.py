@@ -309,14 +309,15 @@ def test_a_failed_train_leaves_the_model_as_it_was(
     assert sorted(model.parent.iterdir()) == files
 
 
-def test_moves_and_forgets_after_pruning_agree(client: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("scoring", [Scoring(), Scoring(event="multinomial", tf="log", idf=True, length_norm="l2")], ids=["fisher", "weighted"])
+def test_moves_and_forgets_after_pruning_agree(client: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scoring: Scoring) -> None:
     # Pruned tokens have lost their counts, so moving or forgetting a message takes them
     # below zero. A train adds all its changes, then sets what is below zero to zero, once:
     # the model then depends neither on the chunks (--jobs) nor on the cluster's shards.
     monkeypatch.setattr(classifier, "CHUNK", 4)  # chunks of 4 messages with --jobs 1, of 2 with --jobs 2
     spam = sorted(str(p) for p in Path(SPAM).rglob("*") if p.is_file())
     old, new = spam[: len(spam) // 2], spam[len(spam) // 2 :]
-    models = [fresh(), fresh(), fresh()]
+    models = [store.empty_model(TokenSettings(), scoring) for _ in range(3)]
     for model in models:
         classifier.learn(model, sources.read_labelled(old, [HAM]))
         model.prune(nb.Pruning(min_count=2, max_tokens=40))
@@ -332,6 +333,12 @@ def test_moves_and_forgets_after_pruning_agree(client: object, tmp_path: Path, m
         assert_same_model(models[0], models[1])
         assert_same_model(models[0], models[2])
     assert (models[0].counts.tf >= 0).all()
+
+
+def test_train_weighted_gives_the_same_model(client: object) -> None:
+    """A TF-IDF weighted model: the workers' weighted sums (fixed point) add up to the local ones exactly."""
+    scoring = Scoring(event="complement", tf="log", idf=True, length_norm="l2")
+    learn_both(client, [SPAM], [HAM], base=(store.empty_model(TokenSettings(), scoring), store.empty_model(TokenSettings(), scoring)), jobs=2)
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "gda"])

@@ -42,6 +42,7 @@ def test_the_event_models_parameters_are_nbs() -> None:
     ) == (onemessage.FISHER_X, onemessage.FISHER_INDEPENDENCE, onemessage.FISHER_POWER, onemessage.FISHER_MEAN_WEIGHT)
     assert events.Multinomial().boolean == onemessage.MULTINOMIAL_BOOLEAN == events.Complement().boolean
     assert events.Complement().norm == onemessage.COMPLEMENT_NORM
+    assert onemessage.WEIGHT_SCALE == nb.WEIGHT_SCALE and tuple(nb.UNWEIGHTED) == onemessage.UNWEIGHTED
     assert onemessage.DUPLICATE_STEP == nb.DUPLICATE_STEP
     assert nb.bucket_edges().tolist() == onemessage.EDGES
 
