@@ -52,12 +52,17 @@ def test_explain_json_adds_up_and_shows_true_counts(model: str) -> None:
     assert json.loads(line)["log_odds"] == pytest.approx(e["log_odds"], abs=1e-9)
 
 
-@pytest.fixture(scope="module", params=["fisher", "multinomial", "bernoulli", "complement"])
+@pytest.fixture(
+    scope="module",
+    params=[["fisher"], ["multinomial"], ["bernoulli"], ["complement"], ["multinomial", "--tf", "log", "--idf", "--length-norm", "l2"]],
+    ids=["fisher", "multinomial", "bernoulli", "complement", "multinomial-tfidf"],
+)
 def event_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     path = str(tmp_path_factory.mktemp("event") / "model.npz")
-    code, _, err = invoke("-q", "train", "-m", path, "--event", request.param, "--spam", SPAM, "--ham", HAM)
+    event, *options = request.param
+    code, _, err = invoke("-q", "train", "-m", path, "--event", event, *options, "--spam", SPAM, "--ham", HAM)
     assert code == 0, err
-    return request.param, path
+    return event, path
 
 
 def some_messages() -> list[str]:

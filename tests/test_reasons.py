@@ -29,10 +29,10 @@ FOREIGN = [
 FIELD = re.compile(rb"^X-Spamnb: .*(?:(?:\r\n|\n|\r)[ \t].*)*", re.M)
 
 
-def model_files(folder: Path, event: str) -> tuple[str, str]:
+def model_files(folder: Path, event: str, **weighting: object) -> tuple[str, str]:
     """A model of the sample corpus and the foreign mail, and the same model compressed
     (which the pipe hands to numpy's loader: the full scorer, Model.explain)."""
-    model = store.empty_model(TokenSettings(), Scoring(event=event))
+    model = store.empty_model(TokenSettings(), Scoring(event=event, **weighting))  # type: ignore[arg-type]
     items = [*read_source(str(SAMPLE / "spam"), "spam"), *read_source(str(SAMPLE / "ham"), "ham")]
     items += [Message(f"foreign{i}", m, "spam" if i % 2 else "ham") for i, m in enumerate(FOREIGN)]
     classifier.learn(model, items)
@@ -44,9 +44,14 @@ def model_files(folder: Path, event: str) -> tuple[str, str]:
     return str(plain), str(packed)
 
 
-@pytest.fixture(scope="module", params=["fisher", "multinomial", "bernoulli", "complement"])
+@pytest.fixture(
+    scope="module",
+    params=[("fisher", {}), ("multinomial", {}), ("bernoulli", {}), ("complement", {}), ("multinomial", {"tf": "log", "idf": True, "length_norm": "l2"})],
+    ids=["fisher", "multinomial", "bernoulli", "complement", "multinomial-tfidf"],
+)
 def models(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    return model_files(tmp_path_factory.mktemp("reasons"), request.param)
+    event, weighting = request.param
+    return model_files(tmp_path_factory.mktemp("reasons"), event, **weighting)
 
 
 def unseen() -> list[bytes]:
