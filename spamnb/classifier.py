@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spamnb import headers, nb
+from spamnb import headers, meta, nb
 from spamnb.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
-from spamnb.model import Model, Scored, Scoring, fit_platt, ham_loss_floor
+from spamnb.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Message, Problem
 from spamnb.tokens import Tokenizer, TokenSettings, field_ids
@@ -48,21 +48,30 @@ class LearnReport:
 
 class Tokenise(NamedTuple):
     """What the tokenising map step needs: the model's tokeniser, and whether its event
-    model scores header fields apart (then each chunk carries its tokens' fields); and the
-    weighting of what a Dask worker counts."""
+    model scores header fields apart (then each chunk carries its tokens' fields); the
+    weighting of what a Dask worker counts; and whether the model scores the messages'
+    numeric features (then each chunk carries those)."""
 
     tokenizer: Tokenizer
     by_field: bool
     weighting: nb.Weighting = nb.UNWEIGHTED
+    numeric: bool = False
 
     @classmethod
-    def of(cls, tokens: TokenSettings, event: nb.EventModel) -> Tokenise:
-        return cls(Tokenizer(tokens), event.by_field, event.weighting)
+    def of(cls, tokens: TokenSettings, scoring: Scoring) -> Tokenise:
+        event = scoring.event_model()
+        return cls(Tokenizer(tokens), event.by_field, event.weighting, scoring.meta != "none")
 
 
 def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
-    """Map step: raw messages -> their distinct tokens and counts (and fields, if the event model uses them)."""
-    chunk = local_rows([step.tokenizer(data) for data in datas])
+    """Map step: raw messages -> their distinct tokens and counts (and fields, if the event
+    model uses them; and numeric features, if the model scores them)."""
+    if step.numeric:
+        numeric = [[] for _ in datas]
+        chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
+        chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
+    else:
+        chunk = local_rows([step.tokenizer(data) for data in datas])
     if not step.by_field:
         return chunk
     # From the chunk's distinct token strings: 0.20 s of CPU on the SpamAssassin corpus.
@@ -78,19 +87,40 @@ class Score(NamedTuple):
     table: np.ndarray
     b: float
     keys: np.ndarray
+    gaussians: meta.Gaussians
 
     @classmethod
     def of(cls, model: Model) -> Score:
         table, b = model.table()
         event = model.scoring.event_model()
-        return cls(Tokenise.of(model.tokens, event), model.growable(), event, table, b, model.duplicate_keys())
+        return cls(Tokenise.of(model.tokens, model.scoring), model.growable(), event, table, b, model.duplicate_keys(), model.gaussians())
 
 
 def score_chunk(step: Score, datas: list[bytes]) -> np.ndarray:
     """Map step: raw messages -> log-odds under the model."""
     chunk = tokenise_chunk(step.tokenise, datas)
     mapping = np.asarray(step.vocab.lookup(chunk.tokens), dtype=np.int64)
-    return step.event.log_odds(step.table, step.b, chunk.rows._replace(cols=mapping[chunk.rows.cols]), step.keys)
+    odds = step.event.log_odds(step.table, step.b, chunk.rows._replace(cols=mapping[chunk.rows.cols]), step.keys)
+    return odds + log_ratios(step.gaussians, chunk.numeric)
+
+
+def log_ratios(gaussians: meta.Gaussians, numeric: np.ndarray | None) -> np.ndarray | float:
+    """The numeric features' term of each message (0 where the model has none)."""
+    if numeric is None or gaussians.kind == "none":
+        return 0.0
+    return np.array([gaussians.log_ratio(q) for q in numeric.tolist()], dtype=np.float64).reshape(len(numeric))
+
+
+def moments_of(numeric: np.ndarray, classes: np.ndarray, signs: np.ndarray | None = None) -> np.ndarray:
+    """The moments (spamnb.meta) of messages' numeric features as their classes, each added
+    (sign 1, the default) or taken away (-1): exact, in int64."""
+    out = np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
+    v = np.column_stack([np.ones(len(numeric), np.int64), numeric]).astype(np.int64)
+    signed = v if signs is None else v * np.asarray(signs, dtype=np.int64)[:, None]
+    for cls in (nb.HAM, nb.SPAM):
+        pick = np.asarray(classes) == cls
+        out[cls] = signed[pick].T @ v[pick]
+    return out
 
 
 def class_of(message: Message) -> int:
@@ -130,7 +160,7 @@ def learn(
     """
     report = LearnReport()
     vocab = model.learnable()
-    tokenise = Tokenise.of(model.tokens, model.scoring.event_model())
+    tokenise = Tokenise.of(model.tokens, model.scoring)
     pending: deque[_Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
     offers = Offers()
@@ -195,12 +225,17 @@ def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key
     return changes
 
 
-def calibrate_on(model: Model, sample: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]], jobs: int = 1) -> None:
-    """Fit the model's calibration on learnt messages (columns, counts, fields, class), as `learn` samples them."""
-    cols, counts, fields, classes = zip(*sample, strict=True)
+Sampled = tuple[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | None", int]
+
+
+def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
+    """Fit the model's calibration on learnt messages (columns, counts, fields, numeric
+    features, class), as `learn` samples them."""
+    cols, counts, fields, numeric, classes = zip(*sample, strict=True)
     lengths = np.array([len(c) for c in cols], dtype=np.int64)
     learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
-    model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs)
+    features = None if numeric[0] is None else Numeric(model.moments, np.array(numeric, dtype=np.int64))
+    model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs, features)
 
 
 # Calibration is fitted on at most this many of the messages learnt in one call.
@@ -235,11 +270,11 @@ class Reservoir:
 
     def __init__(self, size: int, seed: int = 0) -> None:
         self.size, self.seen, self.seed = size, 0, seed
-        self.items: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]] = []
+        self.items: list[Sampled] = []
         self.numbers: list[int] = []
         self._rng: np.random.Generator | None = None
 
-    def offer(self, item: tuple[np.ndarray, np.ndarray, np.ndarray | None, int]) -> None:
+    def offer(self, item: Sampled) -> None:
         self.seen += 1
         if len(self.items) < self.size:
             self.items.append(item)
@@ -265,7 +300,9 @@ def offer_learnt(sample: Reservoir, chunk: Chunk, change: _Changes, mapping: np.
     for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
         if sign > 0:
             part = slice(starts[i], starts[i + 1])
-            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), None if rows.fields is None else rows.fields[part], cls))
+            fields = None if rows.fields is None else rows.fields[part]
+            numeric = None if chunk.numeric is None else chunk.numeric[i]
+            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls))
 
 
 def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: _Changes) -> np.ndarray:
@@ -278,6 +315,8 @@ def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk,
     changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
     model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
+    if chunk.numeric is not None:
+        model.moments += moments_of(chunk.numeric[which], np.asarray(change.classes), np.asarray(change.signs))
     return mapping
 
 
@@ -356,7 +395,7 @@ def cross_validate(
     (`first_by_digest`), a new user's first few hundred.
     """
     check_folds(k)
-    return folds_scored(tokenise_labelled(items, tokens, progress, jobs), k, scoring, pruning, train_size)
+    return folds_scored(tokenise_labelled(items, tokens, progress, jobs, scoring.meta != "none"), k, scoring, pruning, train_size)
 
 
 def check_folds(k: int) -> None:
@@ -373,6 +412,7 @@ class Tokenised(NamedTuple):
     problems: list[Problem]
     vocab: Vocabulary
     rows: Rows
+    numeric: np.ndarray | None = None  # (messages, features), where asked for
 
 
 class Gathered(NamedTuple):
@@ -383,10 +423,11 @@ class Gathered(NamedTuple):
     problems: list[Problem]
     vocab: Vocabulary
     parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]
+    numeric: list[np.ndarray]
 
     @classmethod
     def empty(cls) -> Gathered:
-        return cls([], [], [], Vocabulary(), ([], [], []))
+        return cls([], [], [], Vocabulary(), ([], [], []), [])
 
     def add_item(self, item: Item) -> bool:
         """Note a message's id and label (or its Problem); whether it is a message."""
@@ -403,16 +444,21 @@ class Gathered(NamedTuple):
         self.parts[0].append(mapping[chunk.rows.cols])
         self.parts[1].append(chunk.rows.counts)
         self.parts[2].append(chunk.rows.lengths)
+        if chunk.numeric is not None:
+            self.numeric.append(chunk.numeric)
 
     def done(self) -> Tokenised:
         rows = Rows(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in self.parts))
-        return Tokenised(self.ids, self.labels, self.problems, self.vocab, rows)
+        numeric = np.concatenate(self.numeric) if self.numeric else None
+        return Tokenised(self.ids, self.labels, self.problems, self.vocab, rows, numeric)
 
 
-def tokenise_labelled(items: Iterable[Item], tokens: TokenSettings, progress: Callable[[int], None] | None = None, jobs: int = 1) -> Tokenised:
-    """Every labelled message tokenised by `jobs` processes, in order."""
+def tokenise_labelled(
+    items: Iterable[Item], tokens: TokenSettings, progress: Callable[[int], None] | None = None, jobs: int = 1, numeric: bool = False
+) -> Tokenised:
+    """Every labelled message tokenised by `jobs` processes, in order (with its numeric features, if asked)."""
     # Fields come from the whole vocabulary (in `folds_scored`), not from each chunk.
-    tokenise = Tokenise(Tokenizer(tokens), by_field=False)
+    tokenise = Tokenise(Tokenizer(tokens), by_field=False, numeric=numeric)
     got = Gathered.empty()
     sizes: deque[int] = deque()
 
@@ -434,7 +480,9 @@ def folds_scored(
 ) -> tuple[list[Scored], list[Problem]]:
     """`cross_validate` of mail tokenised once."""
     check_folds(k)
-    ids, labels, problems, vocab, data = tokenised
+    ids, labels, problems, vocab, data, numeric = tokenised
+    if scoring.meta != "none" and numeric is None:
+        raise ValueError("--meta scores the numeric features, which these messages were tokenised without")
     y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
     folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
     event = scoring.event_model()
@@ -458,8 +506,13 @@ def folds_scored(
             train = total - counts_of(held, y[test], len(vocab), event.weighting)
         nb.check_trained(train)
         odds[test] = fold_log_odds(event, train, held, (pruning or nb.Pruning()).keep(train))
-        # As `train` would: calibration fitted on the fold's own training messages only.
-        fitted = calibrated(scoring, event, train, data.take(train_rows), y[train_rows])
+        features = None
+        if scoring.meta != "none":
+            features = Numeric(moments_of(numeric[train_rows], y[train_rows]), numeric[train_rows])  # type: ignore[index]
+        # As `train` would: calibration (and the numeric features' weight) fitted on the fold's own training messages only.
+        fitted = calibrated(scoring, event, train, data.take(train_rows), y[train_rows], numeric=features)
+        if features is not None:
+            odds[test] += log_ratios(meta.Gaussians(scoring.meta, features.moments.tolist(), fitted.meta_weight), numeric[test])  # type: ignore[index]
         probs[test] = fitted.probabilities(odds[test])
         for row in test:
             verdicts[row] = fitted.verdict(float(probs[row]))
@@ -573,12 +626,40 @@ def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used
     return table[used], b, keys[used]
 
 
-def calibrated(scoring: Scoring, event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1) -> Scoring:
+class Numeric(NamedTuple):
+    """The numeric features' moments of a model, and the features of some messages it learnt."""
+
+    moments: np.ndarray
+    rows: np.ndarray
+
+
+def held_out_log_ratios(kind: str, numeric: Numeric, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
+    """The numeric features' term of each learnt message by the model without its 1/k share
+    of them (the folds of `held_out_log_odds`)."""
+    part = np.arange(len(y)) % k
+    out = np.zeros(len(y))
+    for fold in range(k):
+        rows = part == fold
+        if rows.any():
+            without = numeric.moments - moments_of(numeric.rows[rows], y[rows])
+            out[rows] = log_ratios(meta.Gaussians(kind, without.tolist()), numeric.rows[rows])
+    return out
+
+
+def calibrated(
+    scoring: Scoring, event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
+) -> Scoring:
     """`scoring` with Platt scaling and the ham-loss floor fitted on held-out log-odds of
-    the `learnt` messages of classes y (by `jobs` processes)."""
+    the `learnt` messages of classes y (by `jobs` processes), with their numeric features'
+    term where the scoring has one."""
     y = np.asarray(y)
     if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
         return scoring
     odds = held_out_log_odds(event, counts, learnt, y, jobs=jobs)
+    weight = scoring.meta_weight
+    if numeric is not None:
+        ratios = held_out_log_ratios(scoring.meta, numeric, y)
+        weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
+        odds = odds + weight * ratios
     calibration = fit_platt(odds, y == nb.SPAM)
-    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration))
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration), meta_weight=weight)

@@ -257,6 +257,13 @@ def scoring_options(fn: F) -> F:
         "--length-norm", type=click.Choice(["none", "l2"]), default=None,
         help="Multinomial and complement: divide each message's term frequencies by their L2 norm. [default: none]",
     )(fn)
+    fn = click.option(
+        "--meta",
+        type=click.Choice(["none", "gaussian", "gda"]),
+        default=None,
+        help="Also score numeric features (size, header fields, recipients, links, shares of HTML and capitals) "
+        "as per-class Gaussians: independent (gaussian) or with one shared covariance (gda). [default: none]",
+    )(fn)
     return fn
 
 
@@ -308,6 +315,7 @@ class ModelOptions(NamedTuple):
     stopwords: bool | None
     event: str | None
     alpha: float | None
+    meta: str | None
     tf: str | None
     idf: bool | None
     length_norm: str | None
@@ -348,12 +356,15 @@ def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
             code=2,
         )
     tokens = tokens.replace(**token_changes)
-    asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm}
+    asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm, "meta": options.meta}
     scoring_changes = {k: v for k, v in asked.items() if v is not None}
     weighting = scoring._replace(**scoring_changes).weighting()
     if base is not None and weighting != scoring.weighting():
         # The learnt messages were summed with their own transform, which they are not kept to redo.
         raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    if base is not None and options.meta is not None and options.meta != scoring.meta:
+        # The moments of the mail learnt without the features are not in the model.
+        raise Failure(f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
     try:
         changed = scoring.replace(**scoring_changes)
     except ValueError as err:
@@ -704,7 +715,7 @@ def evaluate(
                 items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
                 scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
             else:
-                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs)
+                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs, numeric=scoring.meta != "none")
                 scored, problems = classifier.folds_scored(data, folds or 5, scoring, pruning=pruning, train_size=train_size)
     bad = report_problems(problems)
     if not scored:
@@ -817,7 +828,8 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
     for item in sources.read_source(explain_src, max_bytes=model.tokens.max_bytes):
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
-        e = model.explain(tokenize(item.data))
+        numeric: list[int] | None = [] if model.scoring.meta != "none" else None
+        e = model.explain(tokenize(item.data, numeric), numeric)
         score = model.scoring.probability(e.log_odds)
         shown = report.explanation(model, e, top)
         verdict = model.scoring.verdict(score)

@@ -176,11 +176,13 @@ class Partial(NamedTuple):
     vocabulary (columns by first sight); the client adds the root's into the model.
 
     `sample`: the calibration's messages among them, (offer number, columns, counts,
-    fields, class), as `classifier.Reservoir` would hold them."""
+    fields, numeric features, class), as `classifier.Reservoir` would hold them.
+    `moments`: the numeric features' (spamnb.meta), signed: exact, so never below zero."""
 
     tokens: list[str]
     counts: nb.Counts
-    sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, int]]
+    sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]]
+    moments: np.ndarray
 
 
 def shard_keys(shard: Shard, max_bytes: int) -> list[tuple[str, bytes, bytes, int] | Problem]:
@@ -224,10 +226,11 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
             if offer in keep:
                 part = slice(starts[i], starts[i + 1])
                 fields = None if rows.fields is None else rows.fields[part]
-                sample.append((offer, mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, int(cls)))
+                numeric = None if chunk.numeric is None else chunk.numeric[i]
+                sample.append((offer, mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, int(cls)))
             offer += 1
     model.counts.grow(len(vocab))
-    return Partial(vocab.tokens, model.counts, sample)
+    return Partial(vocab.tokens, model.counts, sample, model.moments)
 
 
 def added(a: nb.Counts, b: nb.Counts, cols: np.ndarray, width: int) -> nb.Counts:
@@ -243,8 +246,8 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     vocab = Vocabulary(a.tokens)
     cols = np.asarray(vocab.grow(b.tokens), dtype=np.int64)
     width = len(vocab)
-    sample = a.sample + [(offer, cols[c], counts, fields, cls) for offer, c, counts, fields, cls in b.sample]
-    return Partial(vocab.tokens, added(a.counts, b.counts, cols, width), sample)
+    sample = a.sample + [(offer, cols[c], counts, fields, numeric, cls) for offer, c, counts, fields, numeric, cls in b.sample]
+    return Partial(vocab.tokens, added(a.counts, b.counts, cols, width), sample, a.moments + b.moments)
 
 
 def sample_offers(offers: int, size: int) -> list[int]:
@@ -306,7 +309,7 @@ def learn(
     wanted: list[list[int]] = [[] for _ in parts]
     for offer in slots:
         wanted[int(np.searchsorted(first_offers, offer, side="right")) - 1].append(offer)
-    work = send(client, Work(classifier.Tokenise.of(model.tokens, model.scoring.event_model()), classifier.chunk_size(jobs), model.tokens.max_bytes))
+    work = send(client, Work(classifier.Tokenise.of(model.tokens, model.scoring), classifier.chunk_size(jobs), model.tokens.max_bytes))
     reduce = TreeReduce(client, merge_partials)
     counting: list[Future] = []
     messages: dict[str, int] = {}  # by task key
@@ -334,10 +337,11 @@ def learn(
     counts = model.counts
     counts.add_at(root.counts, cols)
     counts.clamp()  # as classifier.learn: once, after all the changes
+    model.moments += root.moments
     if root.sample:
         by_offer = {s[0]: s for s in root.sample}
         items = [by_offer[offer] for offer in slots]
-        classifier.calibrate_on(model, [(cols[c], n, f, k) for _, c, n, f, k in items], jobs)
+        classifier.calibrate_on(model, [(cols[c], n, f, q, k) for _, c, n, f, q, k in items], jobs)
     return report
 
 
@@ -386,11 +390,12 @@ def tokenise_labelled(
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
     shard: int = SHARD,
+    numeric: bool = False,
 ) -> classifier.Tokenised:
     """`classifier.tokenise_labelled` on the cluster.  Cross-validation then runs on the
     client, as without --dask: its folds need every message's rows (the client holds the
     count rows, as a local eval does, never the mail)."""
-    work = send(client, Work(classifier.Tokenise(Tokenizer(tokens), by_field=False), classifier.chunk_size(jobs), tokens.max_bytes))
+    work = send(client, Work(classifier.Tokenise(Tokenizer(tokens), by_field=False, numeric=numeric), classifier.chunk_size(jobs), tokens.max_bytes))
     got = classifier.Gathered.empty()
     for items, chunks in in_order(client, shard_rows, shards(located, shard), work):
         for item in items:

@@ -226,6 +226,7 @@ class Chunk(NamedTuple):
 
     tokens: list[str]
     rows: Rows
+    numeric: np.ndarray | None = None  # (messages, features) int64, where asked for (tokens.message_features)
 
 
 def local_rows(token_lists: Sequence[Sequence[str]]) -> Chunk:

@@ -11,7 +11,8 @@ model atomically and removes the journal; a learn that grows the journal past
 
 File: a header (`MAGIC`, the identity of the model it applies to, a CRC of both),
 then records (`REC`, payload length, CRC of the payload; the payload one line
-`DIGEST BEFORE AFTER` then `COUNT TOKEN` lines).  The identity is a checksum of the
+`DIGEST BEFORE AFTER [FEATURES]` then `COUNT TOKEN` lines; FEATURES, the message's
+numeric features joined by commas, where the model scores them: spamnb.meta).  The identity is a checksum of the
 model's zip directory, which holds every member's CRC: once the model is rewritten
 (a fold), the old journal no longer applies and is ignored, so a reader between the
 fold's rename and the journal's removal never counts a message twice.  A record cut
@@ -26,6 +27,7 @@ import os
 import struct
 import zlib
 
+from spamnb import meta
 from spamnb.npzview import ModelError
 
 MAGIC = b"SPAMNBJ1"
@@ -45,29 +47,34 @@ def journal_path(model_path: str) -> str:
 
 class Entry:
     """One learn: the message's digest, its class before and after (None: not learnt),
-    and its distinct tokens with their counts."""
+    its distinct tokens with their counts, and its numeric features (None: not scored)."""
 
-    __slots__ = ("after", "before", "digest", "tokens")
+    __slots__ = ("after", "before", "digest", "numeric", "tokens")
 
-    def __init__(self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int]) -> None:
-        self.digest, self.before, self.after, self.tokens = digest, before, after, tokens
+    def __init__(self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None = None) -> None:
+        self.digest, self.before, self.after, self.tokens, self.numeric = digest, before, after, tokens, numeric
 
     def payload(self) -> bytes:
-        lines = [b"%s %s %s" % (self.digest.hex().encode(), CLASS_CODES[self.before], CLASS_CODES[self.after])]
-        lines += [b"%d %s" % (n, t.encode("utf-8", "surrogatepass")) for t, n in self.tokens.items()]
+        first = b"%s %s %s" % (self.digest.hex().encode(), CLASS_CODES[self.before], CLASS_CODES[self.after])
+        if self.numeric is not None:
+            first += b" " + b",".join(b"%d" % v for v in self.numeric)
+        lines = [first, *(b"%d %s" % (n, t.encode("utf-8", "surrogatepass")) for t, n in self.tokens.items())]
         return b"\n".join(lines)
 
     @classmethod
     def parse(cls, payload: bytes) -> Entry:
         first, *rest = payload.split(b"\n")
-        digest, before, after = first.split(b" ")
+        digest, before, after, *numbers = first.split(b" ")
+        numeric = [int(v) for v in numbers[0].split(b",")] if numbers else None
+        if len(numbers) > 1 or (numeric is not None and len(numeric) != meta.WIDTH - 1):
+            raise ValueError("a record of the wrong form")
         tokens = {}
         for line in rest:
             count, token = line.split(b" ", 1)
             tokens[token.decode("utf-8", "surrogatepass")] = int(count)
         if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or min(tokens.values(), default=1) < 1:
             raise ValueError("a record of the wrong form")
-        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens)
+        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric)
 
     def changes(self) -> list[tuple[int, int]]:
         """(class, sign) of each count change: out of the class before, into the class after."""
@@ -77,11 +84,13 @@ class Entry:
 
 class Journal:
     """What a model's journal changes: `docs` per class, per token (tf ham, tf spam,
-    df ham, df spam), and per digest its class now (None: forgotten)."""
+    df ham, df spam), the numeric features' `moments` (spamnb.meta), and per digest its
+    class now (None: forgotten)."""
 
     def __init__(self, path: str, size: int = 0) -> None:
         self.path, self.size, self.good_size = path, size, size
         self.docs = [0, 0]
+        self.moments = meta.empty_moments()
         self.tokens: dict[str, list[int]] = {}
         self.learnt: dict[bytes, int | None] = {}
         self.entries = 0
@@ -93,6 +102,8 @@ class Journal:
         tokens = self.tokens
         for cls, sign in entry.changes():
             self.docs[cls] += sign
+            if entry.numeric is not None:
+                meta.add_message(self.moments, cls, entry.numeric, sign)
             df = 2 + cls
             for token, n in entry.tokens.items():
                 delta = tokens.get(token)

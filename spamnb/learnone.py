@@ -142,7 +142,8 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
                     after = cls
                     moved, learnt = (moved + 1, learnt) if before is not None else (moved, learnt + 1)
                 now[key] = after
-                entries.append(journal.Entry(key, before, after, dict(Counter(tokenize(item.data)))))
+                numeric: list[int] | None = [] if model.scoring.meta != "none" else None
+                entries.append(journal.Entry(key, before, after, dict(Counter(tokenize(item.data, numeric))), numeric))
         size = journal.append(model_path, model.identity, model.journal, entries)
         docs = model.docs
         for entry in entries:

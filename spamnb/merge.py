@@ -44,7 +44,8 @@ class MergeReport:
 
 def check_settings(names: Sequence[str], models: Sequence[Model]) -> None:
     """Every model tokenises and weights as the first does: counts of different tokens,
-    or sums of differently transformed messages, do not add."""
+    or sums of differently transformed messages, do not add; and scores the numeric
+    features as it does: one without them holds none to add."""
     first, weighting = models[0].tokens, models[0].counts.weighting
     for name, model in zip(names[1:], models[1:], strict=True):
         if model.tokens != first:
@@ -53,6 +54,8 @@ def check_settings(names: Sequence[str], models: Sequence[Model]) -> None:
             raise MergeError(
                 f"{name} was trained with {model.counts.weighting.as_options()}, {names[0]} with {weighting.as_options()}: their counts cannot be added"
             )
+        if model.scoring.meta != models[0].scoring.meta:
+            raise MergeError(f"{name} was trained with --meta {model.scoring.meta}, {names[0]} with --meta {models[0].scoring.meta}: their counts cannot be added")
 
 
 def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int | None) -> tuple[list[dict[bytes, int]], int, int]:
@@ -134,8 +137,8 @@ def require_messages(wanted: set[bytes], found: dict[bytes, bytes], given: bool)
 
 
 def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport) -> dict[str, Any]:
-    """The parts' Platt calibrations and spam floors, each weighted by the messages the part learnt
-    (scoring changes for the merged model).
+    """The parts' Platt calibrations, spam floors and numeric features' weights, each
+    weighted by the messages the part learnt (scoring changes for the merged model).
 
     Only parts scored as the target is (same event model and smoothing), and trained
     on enough of both classes to have fitted one; else the target's stay.
@@ -145,12 +148,13 @@ def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport)
         same = (part.scoring.event, part.scoring.alpha) == (target.scoring.event, target.scoring.alpha)
         if same and int(part.counts.docs.min()) >= CALIBRATION_MIN:
             weights.append(float(part.counts.docs.sum()))
-            fits.append((*part.scoring.calibration, part.scoring.spam_floor))
+            fits.append((*part.scoring.calibration, part.scoring.spam_floor, part.scoring.meta_weight))
     report.calibrations = len(fits)
     if not fits:
         return {"calibration": target.scoring.calibration, "spam_floor": target.scoring.spam_floor}
-    a, b, floor = np.average(np.asarray(fits), axis=0, weights=weights)
-    return {"calibration": (float(a), float(b)), "spam_floor": float(floor)}
+    a, b, floor, weight = np.average(np.asarray(fits), axis=0, weights=weights)
+    numeric = {"meta_weight": float(weight)} if target.scoring.meta != "none" else {}
+    return {"calibration": (float(a), float(b)), "spam_floor": float(floor), **numeric}
 
 
 def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:
@@ -160,6 +164,7 @@ def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:
     cols = np.asarray(vocab.grow(other_vocab.tokens), dtype=np.int64)
     target.counts.grow(len(vocab))
     target.counts.add_at(other.counts, cols)
+    target.moments = target.moments + other.moments
     target.learnt.update(other.learnt)
 
 

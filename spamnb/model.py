@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamnb import events, nb
+from spamnb import events, meta, nb
 from spamnb.features import GrowingSorted, Rows, SortedTokens, Vocabulary
 from spamnb.tokens import TokenSettings, field_ids
 
@@ -30,6 +30,10 @@ class ScoringFields(NamedTuple):
     tf: str = "presence"
     idf: bool = False
     length_norm: str = "none"
+    # The numeric features' term (spamnb.meta): "none", "gaussian" or "gda"; and its
+    # weight beside the text's log-odds, fitted with the calibration (`fit_meta_weight`).
+    meta: str = "none"
+    meta_weight: float = 1.0
 
 
 class Scoring(ScoringFields):
@@ -50,6 +54,10 @@ class Scoring(ScoringFields):
             raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
         if not 0.0 <= self.spam_floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {self.spam_floor}")
+        if self.meta not in meta.KINDS:
+            raise ValueError(f"unknown --meta {self.meta!r}; choose from {', '.join(meta.KINDS)}")
+        if not (math.isfinite(self.meta_weight) and self.meta_weight >= 0):
+            raise ValueError(f"the numeric features' weight must be finite and not negative, not {self.meta_weight}")
         a, b = self.calibration
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
@@ -88,7 +96,10 @@ class Scoring(ScoringFields):
         return "unsure"
 
     def to_json(self) -> str:
-        return json.dumps(self._asdict(), sort_keys=True)
+        data = self._asdict()
+        if data["meta"] == "none":  # a model without the term is saved as before there was one
+            del data["meta"], data["meta_weight"]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
@@ -163,6 +174,44 @@ def fit_platt(log_odds: np.ndarray, positive: np.ndarray, iterations: int = 100,
 HAM_LOSS = 0.001
 
 
+def fit_meta_weight(log_odds: np.ndarray, ratios: np.ndarray, positive: np.ndarray, iterations: int = 100) -> float:
+    """The weight w of the numeric features' log-ratios m (spamnb.meta) beside the text's
+    log-odds z, both held out: c / a of the logistic regression P = sigmoid(a z + c m + b)
+    (Platt's smoothed targets, by Newton's method); 0 when m adds nothing (c <= 0).
+
+    Naive Bayes would add m as it is (w = 1), as if the words said nothing about size,
+    links or HTML; they do, and the text's log-odds are not in nats (Fisher's are not
+    log-odds at all), so the weight is measured instead.
+    """
+    z, m = np.asarray(log_odds, dtype=np.float64), np.asarray(ratios, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return 1.0
+    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    x = np.column_stack([z, m, np.ones_like(z)])
+    beta = np.array([1.0 / max(float(np.std(z)), 1e-6), 0.0, 0.0])
+
+    def loss(beta: np.ndarray) -> float:
+        s = x @ beta
+        return float(np.sum(t * np.logaddexp(0.0, -s) + (1 - t) * np.logaddexp(0.0, s)))
+
+    for _ in range(iterations):
+        p = probabilities(x @ beta)
+        w = np.maximum(p * (1 - p), 1e-12)
+        step = np.linalg.solve((x * w[:, None]).T @ x + 1e-9 * np.eye(3), x.T @ (p - t))
+        scale, before = 1.0, loss(beta)
+        while scale > 1e-6 and loss(beta - scale * step) > before:
+            scale /= 2
+        beta = beta - scale * step
+        if np.abs(scale * step).max() < 1e-10:
+            break
+    a, c, _ = beta
+    if not (np.isfinite(a) and np.isfinite(c) and a > 0):
+        return 1.0
+    return max(float(c / a), 0.0)
+
+
 def ham_loss_floor(log_odds: np.ndarray, positive: np.ndarray, calibration: tuple[float, float], budget: float = HAM_LOSS) -> float:
     """The P a spam verdict must exceed so that the ham it loses stays within `budget` of
     the ham, estimated on held-out log-odds of learnt messages.
@@ -223,6 +272,7 @@ class Model:
     """Tokeniser settings, scoring defaults, vocabulary and counts: what a model file holds.
 
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
+    `moments`: the numeric features' moments per class (spamnb.meta), int64 (2, WIDTH, WIDTH).
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
     read-only), never saved.  (A plain class: see nb.Counts.)
     """
@@ -235,6 +285,7 @@ class Model:
         counts: nb.Counts | None = None,
         learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
+        moments: np.ndarray | None = None,
     ) -> None:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
@@ -242,6 +293,11 @@ class Model:
         self.counts = counts if counts is not None else nb.Counts.empty(weighting=self.scoring.weighting())
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
+        self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
+
+    def gaussians(self) -> meta.Gaussians:
+        """The numeric features' term as the model's scoring sets it."""
+        return meta.Gaussians(self.scoring.meta, self.moments.tolist(), self.scoring.meta_weight)
 
     def growable(self) -> Vocabulary:
         if isinstance(self.vocab, GrowingSorted):
@@ -292,11 +348,12 @@ class Model:
         event = self.scoring.event_model()
         return event.counted(field_ids(tokens)) if event.by_field else np.ones(len(tokens), bool)
 
-    def explain(self, tokens: list[str] | Counter[str]) -> Explanation:
+    def explain(self, tokens: list[str] | Counter[str], numeric: list[int] | None = None) -> Explanation:
         """One message's verdict token by token (nb.EventModel.explain), on the scale of its
         calibrated P(spam): each share times the calibration's slope a, and the rest with
         its offset b added, sum to a log-odds + b = ln(P / (1 - P)).  Reads only the
-        message's own tokens of the vocabulary."""
+        message's own tokens of the vocabulary.  With its numeric features `numeric`
+        (tokens.message_features), their shares too, where the model scores them."""
         distinct = Counter(tokens)
         every = np.asarray(self.vocab.lookup(distinct), dtype=np.int64)
         known = every >= 0
@@ -310,10 +367,13 @@ class Model:
         local = np.where(known, np.cumsum(known) - 1, -1)
         fields = field_ids(list(distinct)) if event.by_field else None
         rows = Rows(local, counts, np.array([len(distinct)]), fields)
-        log_odds = float(event.log_odds(table, b, rows, keys)[0])
+        terms = self.gaussians().contributions(numeric) if numeric is not None else []
+        log_odds = float(event.log_odds(table, b, rows, keys)[0]) + math.fsum(terms)
         shares, rest = event.explain(table, b, rows, keys)
         a, offset = self.scoring.calibration
-        return Explanation(names, cols, counts[known], a * shares[known], a * rest + offset, log_odds, int((~known).sum()))
+        return Explanation(
+            names, cols, counts[known], a * shares[known], a * rest + offset, log_odds, int((~known).sum()), numeric, tuple(a * t for t in terms)
+        )
 
 
 class Explanation(NamedTuple):
@@ -330,7 +390,9 @@ class Explanation(NamedTuple):
     rest: float
     log_odds: float
     unknown: int = 0  # distinct tokens the model has never seen (Fisher: neutral evidence)
+    numeric: list[int] | None = None  # the message's numeric features (fixed point), where scored
+    numeric_terms: tuple[float, ...] = ()  # their shares of the logit (spamnb.meta), in meta.NAMES' order
 
     @property
     def logit(self) -> float:
-        return float(self.contributions.sum() + self.rest)
+        return float(self.contributions.sum() + self.rest) + math.fsum(self.numeric_terms)

@@ -14,6 +14,8 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
+from spamnb import meta
+
 # Each member: the dtype kinds it may have, its number of dimensions, its item size
 # (0: any).  Counts are saved unsigned; a signed count array is read (and checked
 # non-negative) for files written by other tools.
@@ -30,6 +32,7 @@ SPEC: dict[str, tuple[str, int, int]] = {
     "learnt": ("u", 2, 1),
     "learnt_class": ("u", 1, 1),
     "weighted": ("iu", 2, 0),
+    "meta": ("i", 3, 8),
 }
 # Settings and scoring are a few hundred bytes of JSON; format and version a word.
 MAX_TEXT_BYTES = 1 << 16
@@ -97,6 +100,8 @@ def check_headers(headers: dict[str, Header]) -> None:
     learnt, learnt_class = headers["learnt"].shape, headers["learnt_class"].shape
     if learnt[1] != 16 or learnt_class != learnt[:1]:
         raise ValueError("learnt digests of the wrong shape")
+    if "meta" in headers and headers["meta"].shape != (2, meta.WIDTH, meta.WIDTH):
+        raise ValueError(f"numeric features' moments of shape {headers['meta'].shape}")
 
 
 def load_bytes(headers: dict[str, Header]) -> int:
@@ -119,6 +124,9 @@ def check_values(arrays: dict[str, np.ndarray], blob_size: int) -> None:
     for k in ("tf", "df", "docs", "weighted"):
         if k in arrays and arrays[k].dtype.kind == "i" and (arrays[k] < 0).any():
             raise ValueError(f"negative counts in {k}")
+    moments = arrays.get("meta")
+    if moments is not None and ((moments[:, 0, 0] < 0).any() or (moments.diagonal(axis1=1, axis2=2) < 0).any()):
+        raise ValueError("numeric features' moments of negative messages or squares")
     learnt_class = arrays.get("learnt_class")
     if learnt_class is not None and (learnt_class > 1).any():
         raise ValueError("a learnt digest of a class other than ham or spam")

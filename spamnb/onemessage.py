@@ -14,7 +14,7 @@ import math
 from bisect import bisect_right
 from collections import Counter, namedtuple
 
-from spamnb import journal, npzview
+from spamnb import journal, meta, npzview
 from spamnb.npzview import ModelError
 from spamnb.sortedtokens import SortedTokens, blob_offsets
 from spamnb.tokens import TokenSettings, field_numbers
@@ -67,7 +67,7 @@ def bucket(count: int) -> int:
 class Scoring:
     """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
 
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "spam_cutoff", "spam_floor", "weighting")
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "meta_weight", "spam_cutoff", "spam_floor", "weighting")
 
     def __init__(
         self,
@@ -78,15 +78,18 @@ class Scoring:
         calibration: tuple[float, float],
         spam_floor: float = 0.0,
         weighting: tuple[str, bool, str] = UNWEIGHTED,
+        meta: str = "none",
+        meta_weight: float = 1.0,
     ) -> None:
         self.event, self.alpha, self.calibration = event, alpha, calibration
         self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
         self.weighting = weighting  # (tf, idf, length norm), as nb.Weighting
+        self.meta, self.meta_weight = meta, meta_weight
 
     @classmethod
     def from_json(cls, text: str) -> Scoring:
         data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", *WEIGHTING}
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta", "meta_weight", *WEIGHTING}
         if not isinstance(data, dict) or unknown:
             raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
         event = data.get("event", "fisher")
@@ -97,6 +100,11 @@ class Scoring:
         spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
         a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
         floor = float(data.get("spam_floor", 0.0))
+        kind, weight = data.get("meta", "none"), float(data.get("meta_weight", 1.0))
+        if kind not in meta.KINDS:
+            raise ValueError(f"unknown --meta {kind!r}; choose from {', '.join(meta.KINDS)}")
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"the numeric features' weight must be finite and not negative, not {weight}")
         if not alpha > 0:
             raise ValueError(f"alpha must be positive, not {alpha}")
         if not 0.0 <= ham <= spam <= 1.0:
@@ -111,7 +119,7 @@ class Scoring:
         weighting = (tf, bool(idf), norm)
         if weighting != UNWEIGHTED and event not in ("multinomial", "complement"):
             raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models (multinomial, complement), not {event}")
-        return cls(event, alpha, spam, ham, (a, b), floor, weighting)
+        return cls(event, alpha, spam, ham, (a, b), floor, weighting, kind, weight)
 
     def probability(self, log_odds: float) -> float:
         """Calibrated P(spam), as model.Scoring.probability."""
@@ -146,7 +154,7 @@ class OneModel:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets", "weighted", "weighted_totals"))
+        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets", "weighted", "weighted_totals", "meta"))
         try:
             floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
             if floats:
@@ -181,6 +189,7 @@ class OneModel:
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
             self.weighted = self.weighted_sums(a, n) if self.scoring.weighting != UNWEIGHTED else None
+            self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
         except ModelError:
             raise
         except RecursionError as err:
@@ -195,6 +204,7 @@ class OneModel:
         self.base_docs = self.docs
         self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
         self.n_features = n
+        self._gaussians: meta.Gaussians | None = None
         self._linear: Linear | None = None
         # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
         self._now: dict[str, list[int]] = {}
@@ -272,16 +282,26 @@ class OneModel:
         if missing:
             raise ModelError(f"{self.path}: the model has no {' and no '.join(missing)} messages yet: train it on both classes")
 
-    def log_odds_of(self, distinct: Counter[str], shares: list[float] | None = None) -> float:
+    def log_odds_of(self, distinct: Counter[str], shares: list[float] | None = None, numeric: list[int] | None = None) -> float:
         """The log-odds of a message of these distinct tokens (with their counts) under the
         model, as batch classify scores it; `shares` (zeros, one per distinct token): filled
-        with each token's share of it (nb.EventModel.explain)."""
+        with each token's share of it (nb.EventModel.explain); `numeric`: the message's
+        numeric features, where the model scores them (spamnb.meta)."""
         self.check_trained()
         names = list(distinct)
         counts = self.counts_of(names)
         if self.scoring.event == "fisher":
-            return self.fisher(names, counts, shares)
-        return self.linear(counts, list(distinct.values()), shares)
+            text = self.fisher(names, counts, shares)
+        else:
+            text = self.linear(counts, list(distinct.values()), shares)
+        return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
+
+    def log_ratio(self, numeric: list[int]) -> float:
+        """The numeric features' log-ratio (spamnb.meta), unweighted, the journal's moments added."""
+        if self._gaussians is None:
+            moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
+            self._gaussians = meta.Gaussians(self.scoring.meta, moments)
+        return self._gaussians.log_ratio(numeric)
 
     @staticmethod
     def shares(counts: list[list[int]], least: int) -> list[float]:
@@ -446,6 +466,7 @@ class OneModel:
         names = list(entry.tokens)
         before = [c and list(c) for c in self.counts_of(names)] if self._linear is not None else []
         self.journal.add(entry)
+        self._gaussians = None
         changes = entry.changes()
         if self._now is self.journal.tokens:
             pass  # an empty model's: the journal's counts, just added to
@@ -496,6 +517,15 @@ class OneModel:
             denom = self.docs[c] + 2 * alpha
             out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
         return out
+
+
+def moments_of(array: npzview.Array) -> list[list[list[int]]]:
+    """A model's numeric features' moments (spamnb.meta), as nested lists."""
+    w = meta.WIDTH
+    if array.kind != "i" or array.shape != (2, w, w) or array.fortran:
+        raise ValueError(f"numeric features' moments of shape {array.shape}")
+    flat = list(array.items())
+    return [[flat[(c * w + i) * w : (c * w + i + 1) * w] for i in range(w)] for c in (0, 1)]
 
 
 class Linear:
@@ -634,12 +664,14 @@ def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | N
         from spamnb import store
 
         full = store.load(path, scoring_only=True)
-        e = full.explain(Tokenizer(full.tokens)(data))
+        numeric: list[int] | None = [] if full.scoring.meta != "none" else None
+        e = full.explain(Tokenizer(full.tokens)(data, numeric), numeric)
         p = full.scoring.probability(e.log_odds)
         return Verdict(e.log_odds, p, verdict_at(full.scoring, p, cutoffs), strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons))
-    distinct = Counter(Tokenizer(model.tokens)(data))
+    numeric = [] if model.scoring.meta != "none" else None
+    distinct = Counter(Tokenizer(model.tokens)(data, numeric))
     shares = [0.0] * len(distinct) if reasons else None
-    lo = model.log_odds_of(distinct, shares)
+    lo = model.log_odds_of(distinct, shares, numeric)
     p = model.scoring.probability(lo)
     a, _ = model.scoring.calibration
     why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []

@@ -26,7 +26,7 @@ import numpy as np
 from spamnb import headers, journal, onemessage
 from spamnb.classifier import LABEL_CLASS, Scored, chunks, class_of
 from spamnb.features import Rows
-from spamnb.model import Model, Scoring, fit_platt, ham_loss_floor
+from spamnb.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.parallel import ordered_map
 from spamnb.sources import Item, Problem
 from spamnb.tokens import Tokenizer, TokenSettings
@@ -111,10 +111,15 @@ class Loaded:
 CHUNK = 64
 
 
-def tokenise(state: tuple[Tokenizer, int], datas: list[bytes]) -> list[tuple[bytes, dict[str, int]]]:
-    """Map step: each message's digest (as learning takes it) and its distinct tokens with their counts."""
-    tokenize, cap = state
-    return [(headers.digest(data, cap), dict(Counter(tokenize(data)))) for data in datas]
+def tokenise(state: tuple[Tokenizer, int, bool], datas: list[bytes]) -> list[tuple[bytes, dict[str, int], list[int] | None]]:
+    """Map step: each message's digest (as learning takes it), its distinct tokens with
+    their counts, and its numeric features (if the model scores them; else None)."""
+    tokenize, cap, scored = state
+    out = []
+    for data in datas:
+        numeric: list[int] | None = [] if scored else None
+        out.append((headers.digest(data, cap), dict(Counter(tokenize(data, numeric))), numeric))
+    return out
 
 
 def run(
@@ -122,7 +127,8 @@ def run(
 ) -> Online:
     scored: list[Scored] = []
     problems: list[Problem] = []
-    odds: list[float] = []
+    odds: list[float] = []  # the text's log-odds, and the numeric features' log-ratios (spamnb.meta)
+    ratios: list[float] = []
     spam: list[bool] = []
     learnt = 0
     batches: deque[list[Item]] = deque()
@@ -132,7 +138,7 @@ def run(
             batches.append(batch)
             yield [m.data for m in batch if not isinstance(m, Problem)]
 
-    for found in ordered_map(tokenise, (Tokenizer(model.tokens), model.tokens.max_bytes), tasks(), jobs):
+    for found in ordered_map(tokenise, (Tokenizer(model.tokens), model.tokens.max_bytes, model.scoring.meta != "none"), tasks(), jobs):
         batch, results = batches.popleft(), iter(found)
         for item in batch:
             if progress:
@@ -140,17 +146,24 @@ def run(
             if isinstance(item, Problem):
                 problems.append(item)
                 continue
-            key, counts = next(results)
+            key, counts, numeric = next(results)
             cls = class_of(item)
             if fit_points(len(odds)) and len(set(spam)) == 2:
                 z, positive = np.array(odds), np.array(spam)
+                if numeric is not None:  # the numeric features' weight too, as train fits it
+                    model.scoring.meta_weight = fit_meta_weight(z, np.array(ratios), positive)
+                    z = z + model.scoring.meta_weight * np.array(ratios)
                 model.scoring.calibration = fit_platt(z, positive)
                 model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
-            log_odds = model.log_odds_of(counts) if min(model.docs) > 0 else 0.0
+            trained = min(model.docs) > 0
+            text = model.log_odds_of(counts) if trained else 0.0
+            ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
+            log_odds = text + model.scoring.meta_weight * ratio
             p = model.scoring.probability(log_odds)
             verdict = model.scoring.verdict(p)
             scored.append(Scored(item.id, item.label, log_odds, p, verdict))
-            odds.append(log_odds)
+            odds.append(text)
+            ratios.append(ratio)
             spam.append(cls == LABEL_CLASS["spam"])
             if train_on_error and verdict == item.label:
                 continue
@@ -160,7 +173,7 @@ def run(
                 if model.learnt_class(old) is not None:
                     key, before = old, model.learnt_class(old)
             if before != cls:
-                model.learn(journal.Entry(key, before, cls, counts))
+                model.learn(journal.Entry(key, before, cls, counts, numeric))
                 learnt += 1
     return Online(scored, problems, learnt)
 

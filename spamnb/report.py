@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spamnb import nb
+from spamnb import meta, nb
 from spamnb.metrics import Report
 from spamnb.model import HAM_LOSS, Explanation, Model, Scored, Scoring
+from spamnb.tokens import FEATURE_SCALE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -235,8 +236,26 @@ def summary(model: Model, path: str) -> dict[str, Any]:
         "tokeniser": json.loads(model.tokens.to_json()),
         "scoring": json.loads(model.scoring.to_json()),
         "verdicts": verdict_summary(model),
+        **({"numeric_features": numeric_summary(model)} if model.scoring.meta != "none" else {}),
         **file_facts(path),
     }
+
+
+def numeric_summary(model: Model) -> dict[str, dict[str, float]]:
+    """Per numeric feature its mean in ham and in spam (spamnb.meta), where the model scores them."""
+    gaussians = model.gaussians()
+    if gaussians.kind == "none":
+        return {}
+    ham, spam = gaussians.means
+    return {name: {"ham_mean": h, "spam_mean": s} for name, h, s in zip(meta.NAMES, ham, spam, strict=True)}
+
+
+def numeric_rows(e: Explanation) -> list[dict[str, Any]]:
+    """The message's numeric features (spamnb.meta) with their shares of the logit (none
+    where the model does not score them, or has too few messages to)."""
+    if e.numeric is None or not e.numeric_terms:
+        return []
+    return [{"feature": name, "value": v / FEATURE_SCALE, "contribution": c} for name, v, c in zip(meta.NAMES, e.numeric, e.numeric_terms, strict=True)]
 
 
 def file_facts(path: str) -> dict[str, Any]:
@@ -287,6 +306,9 @@ def summary_table(info: dict[str, Any]) -> Table:
     table.add_row("tokeniser", ", ".join(f"{k}={v}" for k, v in info["tokeniser"].items()))
     table.add_row("scoring", ", ".join(f"{k}={v}" for k, v in info["scoring"].items()))
     table.add_row("verdicts", verdicts_line(info["scoring"], info["verdicts"]))
+    if info.get("numeric_features"):
+        means = (f"{name} {m['ham_mean']:.3g} / {m['spam_mean']:.3g}" for name, m in info["numeric_features"].items())
+        table.add_row("numeric features", "mean in ham / spam: " + "; ".join(means))
     return table
 
 
@@ -314,15 +336,22 @@ def explanation(model: Model, e: Explanation, n: int) -> dict[str, Any]:
         row["contribution"] = row.pop("weight")
         row["in_message"] = int(e.counts[i])
         rows.append(row)
-    return {"logit": e.logit, "tokens": rows, "rest": e.logit - math.fsum(r["contribution"] for r in rows), "other_tokens": len(e.tokens) - len(rows)}
+    shown = {"logit": e.logit, "tokens": rows, "other_tokens": len(e.tokens) - len(rows)}
+    features = numeric_rows(e)
+    if features:
+        shown["numeric_features"] = features
+    return {**shown, "rest": e.logit - math.fsum(r["contribution"] for r in (*rows, *features))}
 
 
 def explanation_table(shown: dict[str, Any]) -> Table:
     """`explanation` as a table whose printed numbers add up: the rest's is the printed
     total less the printed tokens' (so it takes their rounding)."""
     table = token_table("tokens that moved the verdict most", shown["tokens"], weight_name="contribution")
+    features = shown.get("numeric_features", [])
+    for r in features:
+        table.add_row(f"{r['feature']} {r['value']:.3g} (numeric feature)", f"{r['contribution']:+.3f}", "", "")
     total = round(shown["logit"], 3)
-    rest = total - sum(round(r["contribution"], 3) for r in shown["tokens"])
+    rest = total - sum(round(r["contribution"], 3) for r in (*shown["tokens"], *features))
     table.add_row(f"the rest ({shown['other_tokens']} more tokens, prior, calibration)", f"{rest:+.3f}", "", "")
     table.add_row("sum: ln(P / (1 - P))", f"{total:+.3f}", "", "")
     return table

@@ -15,6 +15,8 @@ Arrays (V tokens, M learnt messages):
                     one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
+  meta              (2, W, W) int64: the numeric features' moments per class (spamnb.meta);
+                    only in a model that scores them (scoring's "meta")
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
 so that `load(path, scoring_only=True)` maps the file and reads only the pages a
 message's tokens touch: scoring one message costs nearly the same with 10,000 or
@@ -71,6 +73,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         blob = vocab.data()
     tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
+    numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
     weighted = {}
     if counts.weighted is not None:
         event = model.scoring.event_model()
@@ -89,6 +92,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         "scoring": np.array(model.scoring.to_json()),
         "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
         "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
+        **numeric,
     }
 
 
@@ -200,6 +204,7 @@ def with_journal(model: Model, path: str, ident: bytes) -> Model:
             counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
             counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
     counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)
+    model.moments = model.moments + np.array(changes.moments, dtype=np.int64)
     for digest, cls in changes.learnt.items():
         if cls is None:
             model.learnt.pop(digest, None)
@@ -316,6 +321,7 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
             vocab=vocab,
             counts=counts_of(a, scoring, np.int64),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
+            moments=moments_of(a),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
@@ -324,9 +330,14 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     return model
 
 
+def moments_of(a: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The numeric features' moments (a model without them: None, that is none learnt)."""
+    return a["meta"].astype(np.int64) if "meta" in a else None
+
+
 # Members a model file may lack: the offsets (computed when absent) and the weighted sums
-# of a model without a weighting.
-OPTIONAL = ("offsets", "weighted")
+# of a model without a weighting, the numeric features' moments of one without --meta.
+OPTIONAL = ("offsets", "weighted", "meta")
 
 
 def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:
@@ -411,6 +422,7 @@ def load_mapped(path: str) -> Model | None:
             vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
             counts=counts_of(arrays, scoring),
             scoring_only=True,
+            moments=moments_of(arrays),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err

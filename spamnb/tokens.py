@@ -7,6 +7,7 @@ read by `spamnb.message` (fields, text parts); this module makes tokens of them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import namedtuple
@@ -257,18 +258,25 @@ class Tokenizer:
             self._stop_or_none = self._stop or None
             self.words = self.compiled_words  # type: ignore[method-assign]
 
-    def __call__(self, data: bytes) -> list[str]:
+    def __call__(self, data: bytes, numeric: list[int] | None = None) -> list[str]:
+        """The message's tokens; with a list `numeric`, its `message_features` go in it too."""
         # As learnt: no envelope line, no verdict header (ours or a forgery), then capped.
         data = message_headers.unstamped(data, self.settings.max_bytes)
         try:
             msg = parse_bounded(data)
             # raw_items: items() would turn a value with 8-bit bytes into a Header
             # whose text has lost them (decode_header_value recovers them).
-            headers = list(msg.raw_items()) if self.settings.header_tokens else []
-            return self.tokens_of(headers, list(iter_text_parts(msg)))
+            fields = list(msg.raw_items()) if self.settings.header_tokens or numeric is not None else []
+            bodies = list(iter_text_parts(msg))
+            if numeric is not None:
+                numeric[:] = message_features(len(data), fields, bodies)
+            return self.tokens_of(fields if self.settings.header_tokens else [], bodies)
         except Exception:  # noqa: BLE001 - any failure (RecursionError, TooManyParts, a fault on mail no test met): its raw text
             # A message is never dropped from a batch, nor a run stopped, by one that cannot be read.
-            return self.tokens_of([], [("plain", data.decode("latin-1"))])
+            raw = [("plain", data.decode("latin-1"))]
+            if numeric is not None:
+                numeric[:] = message_features(len(data), [], raw)
+            return self.tokens_of([], raw)
 
     def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[str]:
         """The tokens of a message's header fields and its (subtype, text) parts."""
@@ -582,6 +590,35 @@ def url_matches(text: str) -> Iterator[re.Match[str]]:
                 end = m.end()
                 break
         i = text.find("://", i + 3)
+
+
+# Fixed point of the numeric features: each held as round(FEATURE_SCALE * value), so
+# that their sums and sums of products (spamnb.meta) are exact integers.
+FEATURE_SCALE = 1024
+RECIPIENT_FIELDS = frozenset({"to", "cc"})
+UPPER = bytes(range(ord("A"), ord("Z") + 1))
+NOT_UPPER = bytes(sorted(set(range(256)) - set(UPPER)))
+NOT_LETTER = bytes(sorted(set(range(256)) - set(UPPER) - set(UPPER.lower())))
+
+
+def message_features(size: int, fields: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[int]:
+    """The numeric features of a message (spamnb.meta.NAMES), in fixed point: log1p of its
+    size in bytes, of its header fields, of its recipients (addresses in To and Cc) and of
+    its links; the share of its text that is HTML, and of its letters that are capitals
+    (ASCII, in the text as shown)."""
+    recipients = sum(value.count("@") for name, value in fields if name.lower() in RECIPIENT_FIELDS)
+    links = html = chars = upper = letters = 0
+    for subtype, text in bodies:
+        links += sum(1 for _ in url_matches(text))
+        chars += len(text)
+        if subtype == "html":
+            html += len(text)
+            text = html_to_text(text)
+        ascii_text = text.encode("ascii", "ignore")
+        upper += len(ascii_text.translate(None, NOT_UPPER))
+        letters += len(ascii_text.translate(None, NOT_LETTER))
+    values = (math.log1p(size), math.log1p(len(fields)), math.log1p(recipients), math.log1p(links), html / max(chars, 1), upper / max(letters, 1))
+    return [round(FEATURE_SCALE * v) for v in values]
 
 
 def encodes(text: str, charset: str) -> bool:

@@ -204,7 +204,7 @@ def test_mail_changed_between_the_passes_is_an_error(tmp_path: Path, corpus: Cor
     keyed = cluster.shard_keys(part, 1 << 20)
     plan = cluster.Plan([0, 1], [k for _, k, _, _ in keyed], [0, 1], [1, 1], [1, 1])
     model = fresh()
-    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring.event_model()), 256, model.tokens.max_bytes)
+    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring), 256, model.tokens.max_bytes)
     assert len(cluster.shard_counts(part, plan, 0, [], work).tokens) > 0
     files[1].write_bytes(corpus.spam[1] + b"\nedited\n")
     with pytest.raises(cluster.ClusterError, match="changed while training"):
@@ -339,3 +339,17 @@ def test_train_weighted_gives_the_same_model(client: object) -> None:
     """A TF-IDF weighted model: the workers' weighted sums (fixed point) add up to the local ones exactly."""
     scoring = Scoring(event="complement", tf="log", idf=True, length_norm="l2")
     learn_both(client, [SPAM], [HAM], base=(store.empty_model(TokenSettings(), scoring), store.empty_model(TokenSettings(), scoring)), jobs=2)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "gda"])
+def test_the_numeric_features_learn_score_and_cross_validate_alike(client: object, kind: str) -> None:
+    scoring = Scoring(meta=kind)
+    models = learn_both(client, [SPAM], [HAM], base=(store.empty_model(TokenSettings(), scoring), store.empty_model(TokenSettings(), scoring)), jobs=2)
+    assert models[0].moments[:, 0, 0].tolist() == [56, 54]
+    srcs = [HAM, SPAM]
+    assert list(cluster.classify(client, models[0], sources.locate_all(srcs), shard=3)) == list(classifier.classify(models[0], sources.read_all(srcs)))
+    learn_both(client, [SPAM], [], base=models, forget=True)
+    index = str(SAMPLE / "index")
+    want = classifier.cross_validate(sources.read_labelled([], [], index), 5, TokenSettings(), scoring, jobs=2)
+    data = cluster.tokenise_labelled(client, sources.locate_labelled([], [], index), TokenSettings(), jobs=2, shard=9, numeric=True)
+    assert classifier.folds_scored(data, 5, scoring) == want
