@@ -74,6 +74,14 @@ def test_the_smoothing_keeps_a_feature_one_class_shares_finite() -> None:
     assert abs(meta.Gaussians("gaussian", moments).contributions(odd.tolist())[2]) < 10
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "gda"])
+def test_features_all_alike_say_nothing(kind: str) -> None:
+    moments = meta.empty_moments()
+    for cls in (0, 1, 0, 1, 0, 1):
+        meta.add_message(moments, cls, [100] * (meta.WIDTH - 1))
+    assert meta.Gaussians(kind, moments).log_ratio([200] * (meta.WIDTH - 1)) == 0.0
+
+
 def test_too_few_messages_say_nothing() -> None:
     moments = meta.empty_moments()
     meta.add_message(moments, 1, [1] * (meta.WIDTH - 1))
