@@ -318,6 +318,7 @@ def bench(work: str, mail: list[tuple[str, str]], n: int) -> int:
 # against batch classify's log-odds and verdict.
 AGREEMENT = """
 import json, sys
+from collections import Counter
 from spamnb import onemessage
 from spamnb.tokens import Tokenizer
 model = onemessage.OneModel(sys.argv[1])
@@ -326,7 +327,7 @@ worst, verdicts = 0.0, 0
 for line in sys.stdin:
     batch = json.loads(line)
     with open(batch["id"], "rb") as f:
-        lo = model.log_odds(tokenize(f.read()))
+        lo = model.log_odds_of(Counter(tokenize(f.read())))
     worst = max(worst, abs(lo - batch["log_odds"]) / max(abs(batch["log_odds"]), 1e-12))
     p = model.scoring.probability(lo)
     verdicts += model.scoring.verdict(p) != batch["verdict"]
