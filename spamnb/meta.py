@@ -118,6 +118,9 @@ def cholesky_solve(a: list[list[float]], b: list[float]) -> list[float]:
     for i in range(k):
         for j in range(i + 1):
             s = a[i][j] - math.fsum(low[i][t] * low[j][t] for t in range(j))
+            if i == j and not s > 0:
+                # Moments of real mail always give one; a damaged model file may not.
+                raise ValueError("numeric features' moments that no mail could have")
             low[i][j] = math.sqrt(s) if i == j else s / low[j][j]
     y = [0.0] * k
     for i in range(k):

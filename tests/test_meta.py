@@ -262,3 +262,16 @@ def test_inspect_shows_the_term(trained: tuple[str, str]) -> None:
     assert [r["feature"] for r in shown["numeric_features"]] == list(meta.NAMES)
     parts = [r["contribution"] for r in (*shown["tokens"], *shown["numeric_features"])]
     assert sum(parts) + shown["rest"] == pytest.approx(shown["logit"], abs=1e-9)
+
+
+def test_moments_no_mail_could_have_are_a_damaged_model(trained: tuple[str, str], tmp_path: Path) -> None:
+    path, _ = trained
+    arrays = store.to_arrays(store.load(path))
+    arrays["meta"] = arrays["meta"].copy()
+    arrays["meta"][0, 1, 2] = arrays["meta"][0, 2, 1] = 10**15  # a covariance no mail gives
+    damaged = tmp_path / "damaged.npz"
+    with open(damaged, "wb") as out:
+        store.write_npz(out, arrays)
+    for load in (store.load, lambda p: store.load(p, scoring_only=True), onemessage.OneModel):
+        with pytest.raises(store.ModelError, match="damaged spamnb model"):
+            load(str(damaged))
