@@ -129,11 +129,8 @@ def require_messages(wanted: set[bytes], found: dict[bytes, bytes], given: bool)
     `given` (--messages)."""
     if not wanted <= found.keys():
         missing = len(wanted - found.keys())
-        where = "are not among the --messages given" if given else "were given (--messages SRC)"
-        raise MergeError(
-            f"{len(wanted)} messages were learnt in more than one model; to count each once their mail is needed, "
-            f"and {missing} of them {where}"
-        )
+        lacking = f"{missing} of them are not among the --messages given" if given else "give it with --messages SRC"
+        raise MergeError(f"{len(wanted)} messages were learnt in more than one model; to count each once their mail is needed: {lacking}")
 
 
 def mean_calibration(parts: Sequence[Model], target: Model, report: MergeReport) -> dict[str, Any]:

@@ -226,7 +226,10 @@ class OneModel:
         t = list(totals.items())
         if not all(math.isfinite(v) for v in t):
             raise ValueError("weighted sums not finite")
-        return Counts2(weighted), [t[0:2], t[2:4]] if not totals.fortran else [t[0::2], t[1::2]]
+        rows = [t[0:2], t[2:4]] if not totals.fortran else [t[0::2], t[1::2]]
+        if min(rows[HAM][0], rows[SPAM][0]) < 0:
+            raise ValueError("negative weighted sums")  # sums of counts: scoring would take a log of one
+        return Counts2(weighted), rows
 
     def base_counts(self, names: list[str]) -> list[list[int] | None]:
         """Each token's counts in the model file (tf ham, tf spam, df ham, df spam, and for a

@@ -67,7 +67,9 @@ def test_overlap_is_refused_without_the_mail_and_counted_once_with_it(corpus: Co
     a = train(tmp_path / "a.npz", *split_corpus(corpus, tmp_path, slice(0, 8), "a"))
     b = train(tmp_path / "b.npz", *split_corpus(corpus, tmp_path, slice(4, None), "b"))
     before = a.read_bytes()
-    assert_one_line_error(run_cli("merge", "-m", a, b), "8 messages were learnt in more than one model", "--messages")
+    refused = run_cli("merge", "-m", a, b)
+    assert_one_line_error(refused, "8 messages were learnt in more than one model", "give it with --messages SRC")
+    assert "were given" not in refused.stderr  # no mail was given: the error must not say so
     assert a.read_bytes() == before  # nothing written
     # Mail lacking some of them is refused too.
     part = write_files(tmp_path / "part", corpus.spam[4:6])[0].parent

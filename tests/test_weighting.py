@@ -141,6 +141,19 @@ def test_a_model_without_its_weighted_sums_is_damaged(tmp_path: Path) -> None:
         store.load(str(path))
 
 
+@pytest.mark.parametrize("cls", [0, 1])
+def test_negative_vocabulary_sums_are_a_damaged_model_on_the_pipe(tmp_path: Path, cls: int) -> None:
+    """A vocabulary's weighted sum below zero (a damaged `weighted_totals`) is the pipe's one-line
+    model error, not an internal error from a logarithm deep in scoring."""
+    path = tmp_path / "m.npz"
+    arrays = store.to_arrays(trained(path, [SPAM], [HAM]))
+    arrays["weighted_totals"][cls, 0] = -arrays["weighted_totals"][cls, 0]
+    with open(path, "wb") as out:
+        store.write_npz(out, arrays)
+    with pytest.raises(onemessage.ModelError, match="damaged spamnb model"):
+        onemessage.score_message(str(path), messages()[0])
+
+
 def test_halves_merge_to_the_whole(tmp_path: Path) -> None:
     whole = trained(tmp_path / "whole.npz", [SPAM], [HAM])
     trained(tmp_path / "a.npz", [SPAM], [])
