@@ -3,8 +3,9 @@
 A message's features (`tokens.message_features`, in the fixed point FEATURE_SCALE) are
 modelled per class as Gaussians, independent (`gaussian`, as scikit-learn's GaussianNB)
 or sharing one covariance (`gda`, as its LinearDiscriminantAnalysis); scoring adds
-log N(x | spam) - log N(x | ham) to the text model's log-odds before calibration, which
-refits the scale of the sum.
+log N(x | spam) - log N(x | ham), times a weight fitted with the calibration
+(`model.fit_meta_weight`: naive Bayes' plain sum outvotes the words), to the text
+model's log-odds before calibration.
 
 The model keeps per class the moments of [1, q]: messages, sums and sums of products, as
 exact integers, so that learning, forgetting, merging and the journal add and subtract
