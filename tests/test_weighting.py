@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from spamnb.tokens import Tokenizer, TokenSettings
 from tests.conftest import rows_of, run_cli
 from tests.test_cli import assert_one_line_error, ok
 from tests.test_nb import random_counts
+from tests.test_onemessage import PIPE_MODULES
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
 SPAM, HAM = str(SAMPLE / "maildir" / "spam"), str(SAMPLE / "maildir" / "ham")
@@ -119,6 +122,15 @@ def test_the_one_message_scorer_scores_as_numpy(tmp_path: Path, event: str, weig
     tokenize = Tokenizer(model.tokens)
     for data in messages():
         assert one.log_odds_of(Counter(tokenize(data))) == pytest.approx(model.explain(tokenize(data)).log_odds, rel=1e-12, abs=1e-9)
+
+
+def test_the_pipe_scores_a_weighted_model_without_numpy(tmp_path: Path) -> None:
+    path = tmp_path / "m.npz"
+    trained(path, [SPAM], [HAM])
+    done = subprocess.run([sys.executable, "-c", PIPE_MODULES, str(path), messages()[0].decode()], capture_output=True, text=True, timeout=60, check=False)
+    status, modules = done.stderr.split(" ", 1)
+    assert status in ("0", "1", "2"), done.stderr
+    assert "numpy" not in {m.split(".")[0] for m in modules.split()}
 
 
 def test_single_message_train_leaves_a_weighted_model_to_the_full_learner(tmp_path: Path) -> None:
