@@ -529,7 +529,10 @@ def moments_of(array: npzview.Array) -> list[list[list[int]]]:
     if array.kind != "i" or array.shape != (2, w, w) or array.fortran:
         raise ValueError(f"numeric features' moments of shape {array.shape}")
     flat = list(array.items())
-    return [[flat[(c * w + i) * w : (c * w + i + 1) * w] for i in range(w)] for c in (0, 1)]
+    moments = [[flat[(c * w + i) * w : (c * w + i + 1) * w] for i in range(w)] for c in (0, 1)]
+    if any(m[i][i] < 0 for m in moments for i in range(w)):  # as modelcheck.check_values
+        raise ValueError("numeric features' moments of negative messages or squares")
+    return moments
 
 
 class Linear:

@@ -264,6 +264,21 @@ def test_inspect_shows_the_term(trained: tuple[str, str]) -> None:
     assert sum(parts) + shown["rest"] == pytest.approx(shown["logit"], abs=1e-9)
 
 
+def test_negative_moments_are_damaged_on_the_pipe_too(trained: tuple[str, str], tmp_path: Path) -> None:
+    """A class's moments of a negative message count: every command refuses the model, so the
+    pipe (and the single-message learner, which opens it alike) must not stamp with it."""
+    path, _ = trained
+    arrays = store.to_arrays(store.load(path))
+    arrays["meta"] = arrays["meta"].copy()
+    arrays["meta"][0] = -arrays["meta"][0]
+    damaged = tmp_path / "damaged.npz"
+    with open(damaged, "wb") as out:
+        store.write_npz(out, arrays)
+    for load in (store.load, onemessage.OneModel):
+        with pytest.raises(store.ModelError, match="negative messages or squares"):
+            load(str(damaged))
+
+
 def test_moments_no_mail_could_have_are_a_damaged_model(trained: tuple[str, str], tmp_path: Path) -> None:
     path, _ = trained
     arrays = store.to_arrays(store.load(path))
