@@ -46,7 +46,7 @@ def pipe_main(args: list[str]) -> int:
     options = pipe.parse_options(args)
     if options is not None:
         return pipe.main(*options)
-    refuse = f"classify --pipe takes no SRC and no option but -m/--model, --spam-cutoff, --ham-cutoff, --exit-zero, --reasons, got {' '.join(args)!r}"
+    refuse = f"classify --pipe takes no SRC and no option but -m/--model MODEL, --spam-cutoff P, --ham-cutoff P, --exit-zero, --reasons N (a whole number, 0 or more), got {' '.join(args)!r}"
     return pipe.run(None, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse)
 
 

@@ -27,6 +27,16 @@ def test_unreadable_pipe_arguments_pass_the_message_through(tmp_path: Path, args
     assert len(done.stderr.decode().splitlines()) == 1
 
 
+@pytest.mark.parametrize("value", ["-1", "abc", "1.5"])
+def test_a_bad_reasons_count_is_named_and_the_message_passed_through(tmp_path: Path, value: str) -> None:
+    """The refusal says what --reasons takes: listing it as allowed, unqualified, read as a contradiction."""
+    model = small_model(tmp_path)
+    done = subprocess.run([SCRIPT, "classify", "--pipe", "--reasons", value, "--model", str(model)], input=SPAM_MAIL, capture_output=True, timeout=60)
+    assert done.returncode == 3 and done.stdout == SPAM_MAIL
+    (line,) = done.stderr.decode().splitlines()
+    assert "--reasons N (a whole number, 0 or more)" in line and f"--reasons {value}" in line
+
+
 def test_help_still_reaches_click() -> None:
     done = subprocess.run([SCRIPT, "classify", "--pipe", "--help"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and b"--pipe" in done.stdout
