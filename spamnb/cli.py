@@ -825,7 +825,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         out.print(report.token_table("tokens pointing to ham", info["top"]["ham"]))
         return
     tokenize = Tokenizer(model.tokens)
-    for item in sources.read_source(explain_src, max_bytes=model.tokens.max_bytes):
+    for item in sources.noting_empty(explain_src, sources.read_source(explain_src, max_bytes=model.tokens.max_bytes), warn_empty):
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
         numeric: list[int] | None = [] if model.scoring.meta != "none" else None

@@ -3,8 +3,9 @@
 A message's features (`tokens.message_features`, in the fixed point FEATURE_SCALE) are
 modelled per class as Gaussians, independent (`gaussian`, as scikit-learn's GaussianNB)
 or sharing one covariance (`gda`, as its LinearDiscriminantAnalysis); scoring adds
-log N(x | spam) - log N(x | ham) to the text model's log-odds before calibration, which
-refits the scale of the sum.
+log N(x | spam) - log N(x | ham), times a weight fitted with the calibration
+(`model.fit_meta_weight`: naive Bayes' plain sum outvotes the words), to the text
+model's log-odds before calibration.
 
 The model keeps per class the moments of [1, q]: messages, sums and sums of products, as
 exact integers, so that learning, forgetting, merging and the journal add and subtract
@@ -28,6 +29,9 @@ VAR_SMOOTHING = 0.01
 PRIOR_MESSAGES = 10
 # Fewer messages of either class and the features say nothing (a log-ratio of 0).
 MIN_MESSAGES = 2
+# The smoothing where no feature varies at all (a few copies of one message): the
+# variance of the rounding to fixed point.
+MIN_VARIANCE = 1 / (12 * FEATURE_SCALE * FEATURE_SCALE)
 
 
 def empty_moments() -> list[list[list[int]]]:
@@ -63,12 +67,13 @@ class Gaussians:
             return
         f = WIDTH - 1
         total = [[moments[0][i][j] + moments[1][i][j] for j in range(WIDTH)] for i in range(WIDTH)]
-        var_all = [scatter(total, i, i) for i in range(1, WIDTH)]
-        eps = smoothing * max(var_all)
+        var_all = [max(scatter(total, i, i), 0.0) for i in range(1, WIDTH)]
+        top = max(var_all)
+        eps = smoothing * top if top > 0 else MIN_VARIANCE
         self.means = [[moments[c][0][j] / (n[c] * FEATURE_SCALE) for j in range(1, WIDTH)] for c in (0, 1)]
         ham, spam = self.means
         if self.kind == "gaussian":
-            var = [[(n[c] * scatter(moments[c], j + 1, j + 1) + prior * var_all[j]) / (n[c] + prior) + eps for j in range(f)] for c in (0, 1)]
+            var = [[(n[c] * max(scatter(moments[c], j + 1, j + 1), 0.0) + prior * var_all[j]) / (n[c] + prior) + eps for j in range(f)] for c in (0, 1)]
             self.terms = [(0.5 * (math.log(var[0][j]) - math.log(var[1][j])), 0.5 / var[0][j], 0.5 / var[1][j], 0.0) for j in range(f)]
             return
         # GDA: one covariance, the classes' scatter pooled over all messages.
@@ -114,6 +119,9 @@ def cholesky_solve(a: list[list[float]], b: list[float]) -> list[float]:
     for i in range(k):
         for j in range(i + 1):
             s = a[i][j] - math.fsum(low[i][t] * low[j][t] for t in range(j))
+            if i == j and not s > 0:
+                # Moments of real mail always give one; a damaged model file may not.
+                raise ValueError("numeric features' moments that no mail could have")
             low[i][j] = math.sqrt(s) if i == j else s / low[j][j]
     y = [0.0] * k
     for i in range(k):

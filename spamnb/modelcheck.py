@@ -125,8 +125,10 @@ def check_values(arrays: dict[str, np.ndarray], blob_size: int) -> None:
         if k in arrays and arrays[k].dtype.kind == "i" and (arrays[k] < 0).any():
             raise ValueError(f"negative counts in {k}")
     moments = arrays.get("meta")
-    if moments is not None and ((moments[:, 0, 0] < 0).any() or (moments.diagonal(axis1=1, axis2=2) < 0).any()):
-        raise ValueError("numeric features' moments of negative messages or squares")
+    if moments is not None:
+        if (moments[:, 0, 0] < 0).any() or (moments.diagonal(axis1=1, axis2=2) < 0).any():
+            raise ValueError("numeric features' moments of negative messages or squares")
+        meta.Gaussians("gda", moments.tolist())  # a covariance, or the ValueError of moments no mail could have
     learnt_class = arrays.get("learnt_class")
     if learnt_class is not None and (learnt_class > 1).any():
         raise ValueError("a learnt digest of a class other than ham or spam")

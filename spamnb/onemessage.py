@@ -190,6 +190,7 @@ class OneModel:
             self.scoring = Scoring.from_json(a["scoring"].text())
             self.weighted = self.weighted_sums(a, n) if self.scoring.weighting != UNWEIGHTED else None
             self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
+            meta.Gaussians("gda", self.base_moments)  # checked as modelcheck checks them
         except ModelError:
             raise
         except RecursionError as err:

@@ -74,6 +74,14 @@ def test_the_smoothing_keeps_a_feature_one_class_shares_finite() -> None:
     assert abs(meta.Gaussians("gaussian", moments).contributions(odd.tolist())[2]) < 10
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "gda"])
+def test_features_all_alike_say_nothing(kind: str) -> None:
+    moments = meta.empty_moments()
+    for cls in (0, 1, 0, 1, 0, 1):
+        meta.add_message(moments, cls, [100] * (meta.WIDTH - 1))
+    assert meta.Gaussians(kind, moments).log_ratio([200] * (meta.WIDTH - 1)) == 0.0
+
+
 def test_too_few_messages_say_nothing() -> None:
     moments = meta.empty_moments()
     meta.add_message(moments, 1, [1] * (meta.WIDTH - 1))
@@ -254,3 +262,16 @@ def test_inspect_shows_the_term(trained: tuple[str, str]) -> None:
     assert [r["feature"] for r in shown["numeric_features"]] == list(meta.NAMES)
     parts = [r["contribution"] for r in (*shown["tokens"], *shown["numeric_features"])]
     assert sum(parts) + shown["rest"] == pytest.approx(shown["logit"], abs=1e-9)
+
+
+def test_moments_no_mail_could_have_are_a_damaged_model(trained: tuple[str, str], tmp_path: Path) -> None:
+    path, _ = trained
+    arrays = store.to_arrays(store.load(path))
+    arrays["meta"] = arrays["meta"].copy()
+    arrays["meta"][0, 1, 2] = arrays["meta"][0, 2, 1] = 10**15  # a covariance no mail gives
+    damaged = tmp_path / "damaged.npz"
+    with open(damaged, "wb") as out:
+        store.write_npz(out, arrays)
+    for load in (store.load, lambda p: store.load(p, scoring_only=True), onemessage.OneModel):
+        with pytest.raises(store.ModelError, match="damaged spamnb model"):
+            load(str(damaged))

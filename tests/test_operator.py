@@ -113,6 +113,14 @@ def test_explain_table_adds_up_as_printed(event_model: tuple[str, str]) -> None:
         assert f"ln(P / (1 - P)) = {total:+.3f}" in out
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_explain_of_a_folder_without_mail_says_so(model: str, tmp_path: Path, as_json: bool) -> None:
+    """An empty folder (a mistyped maildir) explains nothing: one warning, as classify gives, not silence."""
+    code, out, err = invoke("inspect", "-m", model, "--explain", str(tmp_path), *(["--json"] if as_json else []))
+    assert code == 0 and out == ""
+    assert err == f"spamnb: warning: {tmp_path}: no mail in it\n"
+
+
 def test_explain_table_names_the_strongest_token(model: str) -> None:
     _, out_json, _ = invoke("inspect", "-m", model, "--explain", a_spam_message(), "--json")
     strongest = json.loads(out_json)["tokens"][0]
