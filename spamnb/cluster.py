@@ -199,6 +199,12 @@ def digests(data: bytes, max_bytes: int) -> tuple[bytes, bytes]:
     return headers.digest(data, max_bytes), headers.legacy_digest(data, max_bytes)
 
 
+def same_digest(data: bytes, key: bytes, max_bytes: int) -> bool:
+    """Whether `key` is one of the message's two digests, the legacy one made only if
+    needed: pass 1 made both already, and digests are no small part of a worker's CPU."""
+    return key == headers.digest(data, max_bytes) or key == headers.legacy_digest(data, max_bytes)
+
+
 def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], work: Work) -> Partial:
     """Worker task, train's second pass: the shard's changed messages tokenised by the map
     step, in chunks as the local pool has them, and counted; the `wanted` offers kept."""
@@ -206,7 +212,7 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
     datas = []
     for pos, key in zip(plan.picks, plan.keys, strict=True):
         item = items[pos] if pos < len(items) else None
-        if not isinstance(item, Message) or key not in digests(item.data, work.max_bytes):
+        if not isinstance(item, Message) or not same_digest(item.data, key, work.max_bytes):
             where = f"{item.id}: " if item is not None else ""
             raise ClusterError(f"{where}the mail changed while training (read twice, not the same); nothing saved")
         datas.append(item.data)
