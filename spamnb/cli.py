@@ -465,7 +465,10 @@ def train(
 
         cluster.refuse_stdin([*spam, *ham])
         cluster.require()
-    with store.locked(model_path, wait, notice):
+    if not os.path.exists(model_path):
+        settings_from(options)  # a usage error first: no lock file is left for a model never made
+    # A dry run saves nothing, so it takes no lock (and makes no lock file beside a new model).
+    with contextlib.nullcontext() if dry_run else store.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
             # The cut-offs given are stored in the model: every later classify and --pipe uses them.

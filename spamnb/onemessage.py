@@ -221,8 +221,10 @@ class OneModel:
         if "weighted" not in a or "weighted_totals" not in a:
             raise npzview.NotPlain(self.path)  # numpy's loader says what is missing
         weighted, totals = a["weighted"], a["weighted_totals"]
-        if weighted.shape != (2, n) or totals.shape != (2, 2) or weighted.kind != "u" or totals.kind != "f":
+        if weighted.shape != (2, n) or totals.shape != (2, 2):
             raise ValueError(f"weighted sums of shapes {weighted.shape}, {totals.shape}")
+        if weighted.kind != "u" or totals.kind != "f":
+            raise ValueError(f"weighted sums stored as {'signed numbers' if weighted.kind == 'i' else 'the wrong kind'}")
         t = list(totals.items())
         if not all(math.isfinite(v) for v in t):
             raise ValueError("weighted sums not finite")

@@ -83,7 +83,14 @@ def test_dry_run_reports_and_changes_nothing(mail: Path, tmp_path: Path) -> None
     assert "would forget" in forget.stderr and model.read_bytes() == before
     fresh = tmp_path / "new.npz"
     assert run_cli("train", "--dry-run", "-m", fresh, "--spam", mail / "Spam").exit_code == 0
-    assert not fresh.exists()
+    assert not fresh.exists() and not (tmp_path / "new.npz.lock").exists()  # not even a lock file
+
+
+def test_a_usage_error_leaves_no_lock_file_for_a_model_never_made(mail: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "new.npz"
+    for bad in (["--event", "fisher", "--idf"], ["--spam-cutoff", "0.1", "--ham-cutoff", "0.5"]):
+        assert run_cli("train", "-m", fresh, *bad, "--spam", mail / "Spam").exit_code == 2
+    assert list(tmp_path.glob("new.npz*")) == []
 
 
 COMMANDS = ("train", "classify", "eval", "inspect", "merge")

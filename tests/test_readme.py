@@ -48,6 +48,23 @@ def run(line: str, home: Path, stdin: bytes | None = None) -> subprocess.Complet
     return subprocess.run(["bash", "-c", line], cwd=home, env=env, input=stdin, capture_output=True, timeout=120)
 
 
+def test_usage_names_every_option_of_every_command() -> None:
+    """The Usage synopsis lists each subcommand's options (--help, -q and --jobs apart); the
+    options `train` and `eval` share are named once, on the MODEL_OPTIONS line."""
+    from spamnb.cli import cli
+
+    block = README.split("## Usage", 1)[1].split("```", 2)[1]
+    lines = {line.split()[1]: line for line in block.splitlines() if line.startswith("spamnb ")}
+    shared = next(line for line in block.splitlines() if line.startswith("MODEL_OPTIONS"))
+    for name, command in cli.commands.items():
+        line = lines[name]
+        for param in command.params:
+            for opt in param.opts:
+                if not opt.startswith("--") or opt in ("--help", "--quiet", "--jobs", "--model"):
+                    continue
+                assert re.search(rf"{opt}\b", line) or ("[MODEL_OPTIONS]" in line and re.search(rf"{opt}\b", shared)), (name, opt)
+
+
 def test_setup_is_make_demo_then_make_test() -> None:
     code = re.search(r"## Set-up.*?```sh\n(.*?)```", README, flags=re.S).group(1)  # type: ignore[union-attr]
     assert [line.split("#")[0].strip() for line in code.strip().splitlines()] == ["make demo", "make test"]

@@ -166,6 +166,18 @@ def test_negative_vocabulary_sums_are_a_damaged_model_on_the_pipe(tmp_path: Path
         onemessage.score_message(str(path), messages()[0])
 
 
+def test_signed_weighted_sums_are_named_as_such_on_the_pipe(tmp_path: Path) -> None:
+    """The pipe refuses weighted sums stored signed (spamnb stores them unsigned) and says so,
+    not that their shapes are wrong when they are right."""
+    path = tmp_path / "m.npz"
+    arrays = store.to_arrays(trained(path, [SPAM], [HAM]))
+    arrays["weighted"] = arrays["weighted"].astype(np.int64)
+    with open(path, "wb") as out:
+        store.write_npz(out, arrays)
+    with pytest.raises(onemessage.ModelError, match="weighted sums stored as signed numbers"):
+        onemessage.OneModel(str(path))
+
+
 def test_halves_merge_to_the_whole(tmp_path: Path) -> None:
     whole = trained(tmp_path / "whole.npz", [SPAM], [HAM])
     trained(tmp_path / "a.npz", [SPAM], [])
