@@ -189,6 +189,8 @@ class OneModel:
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
             self.weighted = self.weighted_sums(a, n) if self.scoring.weighting != UNWEIGHTED else None
+            if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
+                raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
             self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
             meta.Gaussians("gda", self.base_moments)  # checked as modelcheck checks them
         except ModelError:

@@ -321,7 +321,7 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
             vocab=vocab,
             counts=counts_of(a, scoring, np.int64),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
-            moments=moments_of(a),
+            moments=moments_of(a, scoring),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
@@ -330,8 +330,11 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
     return model
 
 
-def moments_of(a: dict[str, np.ndarray]) -> np.ndarray | None:
-    """The numeric features' moments (a model without them: None, that is none learnt)."""
+def moments_of(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
+    """The numeric features' moments (a model without them: None, that is none learnt);
+    saved exactly when the scoring has them, so either without the other is damage."""
+    if (scoring.meta != "none") != ("meta" in a):
+        raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
     return a["meta"].astype(np.int64) if "meta" in a else None
 
 
@@ -422,7 +425,7 @@ def load_mapped(path: str) -> Model | None:
             vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
             counts=counts_of(arrays, scoring),
             scoring_only=True,
-            moments=moments_of(arrays),
+            moments=moments_of(arrays, scoring),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err

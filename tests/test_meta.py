@@ -290,3 +290,25 @@ def test_moments_no_mail_could_have_are_a_damaged_model(trained: tuple[str, str]
     for load in (store.load, lambda p: store.load(p, scoring_only=True), onemessage.OneModel):
         with pytest.raises(store.ModelError, match="damaged spamnb model"):
             load(str(damaged))
+
+
+@pytest.mark.parametrize("settings", ["gda", "none"])
+def test_moments_and_the_meta_setting_come_together(trained: tuple[str, str], tmp_path: Path, settings: str) -> None:
+    """A model saved with --meta holds the moments and one without does not: either
+    without the other is damage on every load path, not a model of nothing learnt."""
+    path, _ = trained
+    arrays = store.to_arrays(store.load(path))
+    scoring = json.loads(str(arrays["scoring"][()]))
+    if settings == "gda":
+        del arrays["meta"]
+        scoring["meta"] = "gda"
+    else:
+        scoring.pop("meta", None)
+        scoring.pop("meta_weight", None)
+    arrays["scoring"] = np.array(json.dumps(scoring))
+    damaged = tmp_path / "damaged.npz"
+    with open(damaged, "wb") as out:
+        store.write_npz(out, arrays)
+    for load in (store.load, lambda p: store.load(p, scoring_only=True), onemessage.OneModel):
+        with pytest.raises(store.ModelError, match=r"damaged spamnb model.*moments"):
+            load(str(damaged))
