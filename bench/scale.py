@@ -26,6 +26,8 @@ import tempfile
 import threading
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
@@ -154,7 +156,7 @@ def shard_costs(index: str, model_path: str) -> None:
     """The map and reduce steps' CPU per shard, in this process (no Dask): what the paper estimate uses."""
     model = store.empty_model(TokenSettings(), Scoring())
     parts = cluster.shards(sources.locate_labelled([], [], index))[:4]
-    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring.event_model()), classifier.chunk_size(2), model.tokens.max_bytes)
+    work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring), classifier.chunk_size(2), model.tokens.max_bytes)
     partials, keys_cpu, count_cpu = [], [], []
     for part in parts:
         cpu, keyed = timed(cluster.shard_keys, part, model.tokens.max_bytes)
@@ -167,7 +169,7 @@ def shard_costs(index: str, model_path: str) -> None:
     final = store.load(model_path, growable=True)
     vocab = final.growable()
     final.counts.grow(len(vocab))
-    whole = cluster.Partial(vocab.tokens, final.counts, [])
+    whole = cluster.Partial(vocab.tokens, final.counts, [], np.zeros_like(final.moments))
     root_cpu, _ = timed(cluster.merge_partials, whole, partials[2])
     save_start = time.perf_counter()
     store.save(final, model_path + ".again")
