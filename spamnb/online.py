@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spamnb import headers, journal, onemessage
+from spamnb import headers, journal, meta, onemessage
 from spamnb.classifier import LABEL_CLASS, Scored, chunks, class_of
 from spamnb.features import Rows
 from spamnb.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
@@ -82,7 +82,8 @@ class Loaded:
         self.model, self.tokens = model, model.tokens
         model.scoring = scoring
         # Refitted as the stream goes (`run`): plain attributes, as the one-message scorer's.
-        self.scoring = onemessage.Scoring(scoring.event, 0.0, scoring.spam_cutoff, scoring.ham_cutoff, scoring.calibration, scoring.spam_floor)
+        self.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        self._gaussians: meta.Gaussians | None = None
 
     @property
     def docs(self) -> list[int]:
@@ -90,6 +91,12 @@ class Loaded:
 
     def log_odds_of(self, distinct: dict[str, int]) -> float:
         return self.model.explain(Counter(distinct)).log_odds
+
+    def log_ratio(self, numeric: list[int]) -> float:
+        """The numeric features' log-ratio (spamnb.meta), unweighted, as the one-message scorer's."""
+        if self._gaussians is None:
+            self._gaussians = meta.Gaussians(self.scoring.meta, self.model.moments.tolist())
+        return self._gaussians.log_ratio(numeric)
 
     def learnt_class(self, digest: bytes) -> int | None:
         return self.model.learnt.get(digest)
@@ -101,6 +108,11 @@ class Loaded:
         for cls, sign in entry.changes():
             self.model.counts.add(rows, np.array([cls]), np.array([sign]))
         self.model.counts.grow(len(vocab))
+        if entry.numeric is not None:
+            moments = self.model.moments.tolist()
+            for cls, sign in entry.changes():
+                meta.add_message(moments, cls, entry.numeric, sign)
+            self.model.moments, self._gaussians = np.array(moments, np.int64), None
         if entry.after is None:
             self.model.learnt.pop(entry.digest, None)
         else:

@@ -206,12 +206,13 @@ def test_learning_one_at_a_time_and_forgetting_add_up(tmp_path: Path) -> None:
     assert got["docs"].sum() == before.counts.docs.sum()
 
 
-def test_online_over_a_loaded_model_scores_as_the_one_message_scorer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("numeric", ["none", "gaussian"])
+def test_online_over_a_loaded_model_scores_as_the_one_message_scorer(tmp_path: Path, numeric: str) -> None:
     """`eval --online` runs a weighted model on numpy (`online.Loaded`); unweighted, it gives
-    what the one-message scorer gives on the same stream."""
+    what the one-message scorer gives on the same stream, numeric features (--meta) included."""
     items = list(read_labelled([SPAM], [HAM], None))[::3]
     items = items[::2] + items[1::2]
-    scoring = Scoring(event="multinomial")
+    scoring = Scoring(event="multinomial", meta=numeric)
     path = tmp_path / "empty.npz"
     store.save(store.empty_model(TokenSettings(), scoring), str(path))
     theirs = online.run(onemessage.OneModel(str(path)), items, False, None)
