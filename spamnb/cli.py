@@ -689,7 +689,6 @@ def evaluate(
 
             cluster.refuse_stdin([*spam, *ham])
             cluster.require()
-            classifier.check_folds(folds or 5)
             located = sources.locate_labelled(spam, ham, index)
             client = stack.enter_context(cluster.connect(dask_address, jobs))
         if online:
