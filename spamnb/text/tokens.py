@@ -2,7 +2,7 @@
 
 Everything that changes the tokens lives in `TokenSettings`, which is saved in the
 model so that classification tokenises exactly as training did.  The message is
-read by `spamnb.message` (fields, text parts); this module makes tokens of them.
+read by `spamnb.mail.message` (fields, text parts); this module makes tokens of them.
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import count, pairwise
 
-from spamnb import headers as message_headers
-from spamnb.lazy import Lazy
-from spamnb.message import decode_header_value, iter_text_parts, parse_bounded
+from spamnb.mail import headers as message_headers
+from spamnb.mail.lazy import Lazy
+from spamnb.mail.message import decode_header_value, iter_text_parts, parse_bounded
 
 # `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
 TYPE_CHECKING = False
@@ -162,12 +162,12 @@ WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ")
 
 
 def compiled_scanner() -> Any:
-    """The compiled word scanner (spamnb/_ctokens.c), or None: where it was not built, or
+    """The compiled word scanner (spamnb/text/_ctokens.c), or None: where it was not built, or
     with SPAMNB_PURE set, the pure-Python path below, which gives the same tokens."""
     if os.environ.get("SPAMNB_PURE"):
         return None
     try:
-        from spamnb import _ctokens
+        from spamnb.text import _ctokens
     except ImportError:
         return None
     return _ctokens.words
@@ -593,7 +593,7 @@ def url_matches(text: str) -> Iterator[re.Match[str]]:
 
 
 # Fixed point of the numeric features: each held as round(FEATURE_SCALE * value), so
-# that their sums and sums of products (spamnb.meta) are exact integers.
+# that their sums and sums of products (spamnb.bayes.meta) are exact integers.
 FEATURE_SCALE = 1024
 RECIPIENT_FIELDS = frozenset({"to", "cc"})
 UPPER = bytes(range(ord("A"), ord("Z") + 1))
@@ -602,7 +602,7 @@ NOT_LETTER = bytes(sorted(set(range(256)) - set(UPPER) - set(UPPER.lower())))
 
 
 def message_features(size: int, fields: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[int]:
-    """The numeric features of a message (spamnb.meta.NAMES), in fixed point: log1p of its
+    """The numeric features of a message (spamnb.bayes.meta.NAMES), in fixed point: log1p of its
     size in bytes, of its header fields, of its recipients (addresses in To and Cc) and of
     its links; the share of its text that is HTML, and of its letters that are capitals
     (ASCII, in the text as shown)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from spamnb.tokens import FEATURE_SCALE
+from spamnb.text.tokens import FEATURE_SCALE
 
 KINDS = ("none", "gaussian", "gda")
 NAMES = ("size", "header fields", "recipients", "links", "html share", "capitals share")

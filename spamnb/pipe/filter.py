@@ -15,7 +15,7 @@ status is 3.  SIGINT, SIGTERM and SIGHUP do not stop it part way: the rest of th
 input is read and the message goes out unchanged (whole, if it was being written),
 with one line and exit 3.  A verdict is reported only when the whole message was
 written: a short or failed write (the reader gone) is exit 3 and one line.  Imports only the standard library: the model is mapped, not read, and
-the message scored without numpy (`spamnb.onemessage`).  The console script reaches
+the message scored without numpy (`spamnb.pipe.onemessage`).  The console script reaches
 `main` without click (see `spamnb.entry`).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from spamnb import headers
+from spamnb.mail import headers
 
 # `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
 TYPE_CHECKING = False
@@ -120,7 +120,8 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
-    from spamnb import npzview, onemessage
+    from spamnb.models import npzview
+    from spamnb.pipe import onemessage
 
     _, score, verdict, why = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
     return headers.stamp(data, verdict_header(verdict, score, why)), EXIT[verdict]

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Iterator
 from email.policy import Policy, compat32
 
-from spamnb.mimelimits import MAX_DEPTH, MAX_MESSAGES, capped
+from spamnb.mail.mimelimits import MAX_DEPTH, MAX_MESSAGES, capped
 
 
 class TooManyParts(Exception):

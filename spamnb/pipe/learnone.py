@@ -2,7 +2,7 @@
 mail reader's "teach it this one" key (`| spamnb train --ham -`).
 
 The model is mapped, not loaded (`onemessage.OneModel`); each message's count changes
-go to the model's journal (`spamnb.journal`) under the model's lock, and are
+go to the model's journal (`spamnb.models.journal`) under the model's lock, and are
 folded into the model once the journal passes `journal.FOLD_SIZE`.  Learning stays
 idempotent and `--forget` refuses what was never learnt, across model and journal:
 the same checks as `classifier.learn`, on the digests of both.  Output and exit
@@ -18,7 +18,7 @@ import os
 import sys
 from collections import Counter
 
-from spamnb import journal, npzview
+from spamnb.models import journal, npzview
 
 LABEL_CLASS = {"ham": 0, "spam": 1}
 EXIT_PARTIAL, EXIT_ERROR = 1, 3
@@ -110,9 +110,10 @@ def notice(text: str) -> None:
 
 
 def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None, quiet: bool = False) -> int:
-    from spamnb import headers, onemessage
-    from spamnb.sources import Problem, read_source
-    from spamnb.tokens import Tokenizer
+    from spamnb.mail import headers
+    from spamnb.mail.sources import Problem, read_source
+    from spamnb.pipe import onemessage
+    from spamnb.text.tokens import Tokenizer
 
     problems, never, entries = [], [], []
     learnt = moved = already = forgotten = 0
@@ -163,6 +164,6 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
 
 def fold(model_path: str) -> None:
     """The journal into the model: loaded with it, saved atomically, the journal removed (under the lock)."""
-    from spamnb import store
+    from spamnb.models import store
 
     store.save(store.load(model_path), model_path)

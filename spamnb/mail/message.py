@@ -2,7 +2,7 @@
 
 The header fields and payload of one-part mail and of multipart mail (of one-part
 parts, or multipart ones in turn) are cut here by the email package's rules without
-importing it; anything else goes to its parser, bounded (`spamnb.mime`).  Nothing here
+importing it; anything else goes to its parser, bounded (`spamnb.mail.mime`).  Nothing here
 raises on broken MIME, lying charsets or undecodable payloads: they degrade to whatever
 text can be recovered.
 """
@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from operator import itemgetter
 
-from spamnb.lazy import Lazy
-from spamnb.mimelimits import MAX_CONTENT_TYPE_CHARS, MAX_LINES, MAX_MESSAGES, capped
+from spamnb.mail.lazy import Lazy
+from spamnb.mail.mimelimits import MAX_CONTENT_TYPE_CHARS, MAX_LINES, MAX_MESSAGES, capped
 
 # `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
 TYPE_CHECKING = False
@@ -50,7 +50,7 @@ def parse_bounded(data: bytes) -> Any:
     simple = single_part_of(top) or multipart_of(top)
     if simple is not None:
         return simple
-    from spamnb import mime  # the email package: off the start-up of the pipe's single-part mail
+    from spamnb.mail import mime  # the email package: off the start-up of the pipe's single-part mail
 
     return mime.parse(text)
 
@@ -122,7 +122,7 @@ def read_part(text: str) -> Any:
     payload = text[blank.end() if blank else pos :]
     msg = SinglePart(headers, payload)
     if not msg.plain():
-        from spamnb import mime
+        from spamnb.mail import mime
 
         msg = mime.single_part(headers, payload)
     return msg

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
-from spamnb.npzview import ModelError
+from spamnb.models.npzview import ModelError
 
 
 def model_stat(path: str) -> os.stat_result | None:

@@ -1,5 +1,5 @@
 """What the email package's parser is given at the most: shared by the fast reader
-(`spamnb.message`) and the bounded parser (`spamnb.mime`), which imports the email package."""
+(`spamnb.mail.message`) and the bounded parser (`spamnb.mail.mime`), which imports the email package."""
 from __future__ import annotations
 
 # Bounds on what the email package is given.  Its parser costs microseconds per

@@ -7,9 +7,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from spamnb.chi2 import log_chi2_tails
-from spamnb.features import Rows
-from spamnb.nb import (
+from spamnb.bayes.chi2 import log_chi2_tails
+from spamnb.bayes.features import Rows
+from spamnb.bayes.nb import (
     DENSE_GROUPS,
     HAM,
     SPAM,

@@ -1,7 +1,7 @@
 """Naive Bayes on sufficient statistics: count, then smooth, then score.
 
 The counts (messages, token occurrences and message frequencies per class) are the
-whole model.  An event model (`EventModel`, implemented in `spamnb.events`) is one way
+whole model.  An event model (`EventModel`, implemented in `spamnb.bayes.events`) is one way
 of smoothing and scoring the same counts; `EventModel.log_odds` is the one scoring path,
 for a batch of messages and for one alike.
 
@@ -15,7 +15,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from spamnb.features import Rows
+from spamnb.bayes.features import Rows
 
 HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
@@ -332,7 +332,7 @@ class EventModel(ABC):
     `default_alpha`, `per_token` (a token's table row depends only on its own counts and
     the class totals, so a table of some columns needs only their counts), `by_field`
     (scoring needs each entry's header field) and `duplicate_min` (see DUPLICATE_MIN).
-    Register a new model with `spamnb.events.register`; nothing else need change.
+    Register a new model with `spamnb.bayes.events.register`; nothing else need change.
     """
 
     name: ClassVar[str]

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from spamnb import classifier, headers, nb
-from spamnb.features import Chunk, Vocabulary
-from spamnb.model import Model
-from spamnb.sources import Item, Located, Message, Problem, read_located
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.bayes import nb
+from spamnb.bayes.features import Chunk, Vocabulary
+from spamnb.mail import headers
+from spamnb.mail.sources import Item, Located, Message, Problem, read_located
+from spamnb.models.model import Model
+from spamnb.run import classifier
+from spamnb.text.tokens import Tokenizer, TokenSettings
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -177,7 +179,7 @@ class Partial(NamedTuple):
 
     `sample`: the calibration's messages among them, (offer number, columns, counts,
     fields, numeric features, class), as `classifier.Reservoir` would hold them.
-    `moments`: the numeric features' (spamnb.meta), signed: exact, so never below zero."""
+    `moments`: the numeric features' (spamnb.bayes.meta), signed: exact, so never below zero."""
 
     tokens: list[str]
     counts: nb.Counts

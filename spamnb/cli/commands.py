@@ -74,8 +74,8 @@ def guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from spamnb.sources import SourceError
-        from spamnb.store import ModelError
+        from spamnb.mail.sources import SourceError
+        from spamnb.models.store import ModelError
 
         debug = click.get_current_context().find_root().params.get("debug", False)
         try:
@@ -105,7 +105,7 @@ def guarded(fn: F) -> F:
 
 
 def model_option(required_default: bool = True) -> Callable[[F], F]:
-    from spamnb.store import default_path
+    from spamnb.models.store import default_path
 
     return click.option(
         "-m",
@@ -208,7 +208,7 @@ def with_cutoffs(scoring: Any, spam_cutoff: float | None, ham_cutoff: float | No
 
 def token_options(fn: F) -> F:
     # The defaults shown are read from TokenSettings, so the help cannot drift from them.
-    from spamnb.tokens import TokenSettings
+    from spamnb.text.tokens import TokenSettings
 
     default = TokenSettings()
     fn = click.option("--ngram", type=click.IntRange(1, 5), default=None, help=f"Word n-gram order (new models only). [default: {default.ngram}]")(fn)
@@ -220,7 +220,7 @@ def token_options(fn: F) -> F:
 
 
 class EventChoice(click.Choice):
-    """The event models `spamnb.events` registers, read when click needs them (help or a
+    """The event models `spamnb.bayes.events` registers, read when click needs them (help or a
     value to check): importing them imports numpy, which no other option needs."""
 
     def __init__(self) -> None:
@@ -228,7 +228,7 @@ class EventChoice(click.Choice):
 
     @property  # type: ignore[override]
     def choices(self) -> list[str]:
-        from spamnb.events import EVENT_MODELS
+        from spamnb.bayes.events import EVENT_MODELS
 
         return list(EVENT_MODELS)
 
@@ -242,7 +242,7 @@ def scoring_options(fn: F) -> F:
         "--event",
         type=EventChoice(),
         default=None,
-        help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.events registers them). [default: fisher]",
+        help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.bayes.events registers them). [default: fisher]",
     )(fn)
     fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
     fn = click.option(
@@ -280,7 +280,7 @@ def pruning_options(fn: F) -> F:
 
 
 def jobs_option(fn: F) -> F:
-    from spamnb.parallel import available_cores
+    from spamnb.run.parallel import available_cores
 
     return click.option(
         "--jobs",
@@ -325,7 +325,7 @@ class ModelOptions(NamedTuple):
     max_tokens: int
 
     def pruning(self) -> Any:
-        from spamnb.nb import Pruning
+        from spamnb.bayes.nb import Pruning
 
         return Pruning(self.min_count, self.max_tokens)
 
@@ -343,8 +343,8 @@ def model_options(fn: F) -> F:
 
 def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
     """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
-    from spamnb.model import Scoring
-    from spamnb.tokens import TokenSettings
+    from spamnb.models.model import Scoring
+    from spamnb.text.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
@@ -456,12 +456,14 @@ def train(
     """
     import os
 
-    from spamnb import classifier, sources, store
-    from spamnb.progress import progress_bar
+    from spamnb.cli.progress import progress_bar
+    from spamnb.mail import sources
+    from spamnb.models import store
+    from spamnb.run import classifier
 
     need_labelled(spam, ham, index)
     if dask_address is not None:
-        from spamnb import cluster
+        from spamnb.scale import cluster
 
         cluster.refuse_stdin([*spam, *ham])
         cluster.require()
@@ -551,7 +553,7 @@ def classify(
     --spam-cutoff and --ham-cutoff apply to this run only (`train` stores them).
     """
     if pipe:
-        from spamnb import pipe as pipe_filter
+        from spamnb.pipe import filter as pipe_filter
 
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
@@ -573,13 +575,15 @@ def classify_batch(
     cutoffs: tuple[float | None, float | None],
     dask_address: str | None = None,
 ) -> None:
-    from spamnb import classifier, report, store
-    from spamnb import sources as src
-    from spamnb.progress import progress_bar
-    from spamnb.sources import Problem
+    from spamnb.cli import report
+    from spamnb.cli.progress import progress_bar
+    from spamnb.mail import sources as src
+    from spamnb.mail.sources import Problem
+    from spamnb.models import store
+    from spamnb.run import classifier
 
     if dask_address is not None:
-        from spamnb import cluster
+        from spamnb.scale import cluster
 
         cluster.refuse_stdin(sources)
         cluster.require()
@@ -661,9 +665,12 @@ def evaluate(
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
     import numpy as np
 
-    from spamnb import classifier, metrics, report, sources, store
-    from spamnb.progress import progress_bar
-    from spamnb.sources import Problem
+    from spamnb.cli import report
+    from spamnb.cli.progress import progress_bar
+    from spamnb.mail import sources
+    from spamnb.mail.sources import Problem
+    from spamnb.models import store
+    from spamnb.run import classifier, metrics
 
     need_labelled(spam, ham, index)
     empty: list[str] = []  # sources with no mail: a warning, or part of the error when there is none at all
@@ -685,7 +692,7 @@ def evaluate(
     client = None
     with progress_bar("evaluating", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
         if dask_address is not None:
-            from spamnb import cluster
+            from spamnb.scale import cluster
 
             cluster.refuse_stdin([*spam, *ham])
             cluster.require()
@@ -694,7 +701,7 @@ def evaluate(
         if online:
             if folds is not None or train_size is not None or options.pruning():
                 raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
-            from spamnb import online as online_eval
+            from spamnb.run import online as online_eval
 
             tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
@@ -770,8 +777,10 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     """
     import os
 
-    from spamnb import classifier, sources, store
-    from spamnb import merge as merging
+    from spamnb.mail import sources
+    from spamnb.models import store
+    from spamnb.run import classifier
+    from spamnb.run import merge as merging
 
     names = [model_path, *others]
     real = [os.path.realpath(p) for p in names]
@@ -811,8 +820,10 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 @guarded
 def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -> None:
     """Summarise MODEL, or explain the verdict on a message."""
-    from spamnb import report, sources, store
-    from spamnb.tokens import Tokenizer
+    from spamnb.cli import report
+    from spamnb.mail import sources
+    from spamnb.models import store
+    from spamnb.text.tokens import Tokenizer
 
     model = store.load(model_path, growable=True)
     out = report.console()

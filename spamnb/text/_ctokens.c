@@ -198,7 +198,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner in C (see spamnb.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -14,12 +14,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spamnb import headers, meta, nb
-from spamnb.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
-from spamnb.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
-from spamnb.parallel import ordered_map
-from spamnb.sources import Item, Message, Problem
-from spamnb.tokens import Tokenizer, TokenSettings, field_ids
+from spamnb.bayes import meta, nb
+from spamnb.bayes.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
+from spamnb.mail import headers
+from spamnb.mail.sources import Item, Message, Problem
+from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.run.parallel import ordered_map
+from spamnb.text.tokens import Tokenizer, TokenSettings, field_ids
 
 CHUNK = 512
 LABEL_CLASS = {"ham": nb.HAM, "spam": nb.SPAM}
@@ -112,7 +113,7 @@ def log_ratios(gaussians: meta.Gaussians, numeric: np.ndarray | None) -> np.ndar
 
 
 def moments_of(numeric: np.ndarray, classes: np.ndarray, signs: np.ndarray | None = None) -> np.ndarray:
-    """The moments (spamnb.meta) of messages' numeric features as their classes, each added
+    """The moments (spamnb.bayes.meta) of messages' numeric features as their classes, each added
     (sign 1, the default) or taken away (-1): exact, in int64."""
     out = np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
     v = np.column_stack([np.ones(len(numeric), np.int64), numeric]).astype(np.int64)

@@ -14,7 +14,7 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-from spamnb import meta
+from spamnb.bayes import meta
 
 # Each member: the dtype kinds it may have, its number of dimensions, its item size
 # (0: any).  Counts are saved unsigned; a signed count array is read (and checked

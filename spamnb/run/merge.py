@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from spamnb import headers, nb
-from spamnb.classifier import CALIBRATION_MIN, learn
-from spamnb.features import Vocabulary
-from spamnb.model import Model
-from spamnb.sources import Item, Message, Problem
+from spamnb.bayes import nb
+from spamnb.bayes.features import Vocabulary
+from spamnb.mail import headers
+from spamnb.mail.sources import Item, Message, Problem
+from spamnb.models.model import Model
+from spamnb.run.classifier import CALIBRATION_MIN, learn
 
 CLASS_NAMES = {nb.HAM: "ham", nb.SPAM: "spam"}
 

@@ -14,10 +14,11 @@ import math
 from bisect import bisect_right
 from collections import Counter, namedtuple
 
-from spamnb import journal, meta, npzview
-from spamnb.npzview import ModelError
-from spamnb.sortedtokens import SortedTokens, blob_offsets
-from spamnb.tokens import TokenSettings, field_numbers
+from spamnb.bayes import meta
+from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
+from spamnb.models import journal, npzview
+from spamnb.models.npzview import ModelError
+from spamnb.text.tokens import TokenSettings, field_numbers
 
 # `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -200,7 +201,7 @@ class OneModel:
         except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
             raise ModelError(f"{path}: damaged spamnb model ({err})") from err
         self.identity = journal.identity(self._mm)
-        # Messages learnt since the model was last written (spamnb.journal): their counts are added.
+        # Messages learnt since the model was last written (spamnb.models.journal): their counts are added.
         self.journal = journal.read(path, self.identity)
         if self.weighted is not None and self.journal:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
@@ -294,7 +295,7 @@ class OneModel:
         """The log-odds of a message of these distinct tokens (with their counts) under the
         model, as batch classify scores it; `shares` (zeros, one per distinct token): filled
         with each token's share of it (nb.EventModel.explain); `numeric`: the message's
-        numeric features, where the model scores them (spamnb.meta)."""
+        numeric features, where the model scores them (spamnb.bayes.meta)."""
         self.check_trained()
         names = list(distinct)
         counts = self.counts_of(names)
@@ -305,7 +306,7 @@ class OneModel:
         return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
 
     def log_ratio(self, numeric: list[int]) -> float:
-        """The numeric features' log-ratio (spamnb.meta), unweighted, the journal's moments added."""
+        """The numeric features' log-ratio (spamnb.bayes.meta), unweighted, the journal's moments added."""
         if self._gaussians is None:
             moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
             self._gaussians = meta.Gaussians(self.scoring.meta, moments)
@@ -528,7 +529,7 @@ class OneModel:
 
 
 def moments_of(array: npzview.Array) -> list[list[list[int]]]:
-    """A model's numeric features' moments (spamnb.meta), as nested lists."""
+    """A model's numeric features' moments (spamnb.bayes.meta), as nested lists."""
     w = meta.WIDTH
     if array.kind != "i" or array.shape != (2, w, w) or array.fortran:
         raise ValueError(f"numeric features' moments of shape {array.shape}")
@@ -667,12 +668,12 @@ def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | N
     A model file that is a zip of another kind than spamnb writes (compressed members,
     ZIP64) goes to numpy's loader instead.
     """
-    from spamnb.tokens import Tokenizer
+    from spamnb.text.tokens import Tokenizer
 
     try:
         model = OneModel(path)
     except npzview.NotPlain:
-        from spamnb import store
+        from spamnb.models import store
 
         full = store.load(path, scoring_only=True)
         numeric: list[int] | None = [] if full.scoring.meta != "none" else None

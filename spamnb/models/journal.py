@@ -12,7 +12,7 @@ model atomically and removes the journal; a learn that grows the journal past
 File: a header (`MAGIC`, the identity of the model it applies to, a CRC of both),
 then records (`REC`, payload length, CRC of the payload; the payload one line
 `DIGEST BEFORE AFTER [FEATURES]` then `COUNT TOKEN` lines; FEATURES, the message's
-numeric features joined by commas, where the model scores them: spamnb.meta).  The identity is a checksum of the
+numeric features joined by commas, where the model scores them: spamnb.bayes.meta).  The identity is a checksum of the
 model's zip directory, which holds every member's CRC: once the model is rewritten
 (a fold), the old journal no longer applies and is ignored, so a reader between the
 fold's rename and the journal's removal never counts a message twice.  A record cut
@@ -27,8 +27,8 @@ import os
 import struct
 import zlib
 
-from spamnb import meta
-from spamnb.npzview import ModelError
+from spamnb.bayes import meta
+from spamnb.models.npzview import ModelError
 
 MAGIC = b"SPAMNBJ1"
 HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two
@@ -84,7 +84,7 @@ class Entry:
 
 class Journal:
     """What a model's journal changes: `docs` per class, per token (tf ham, tf spam,
-    df ham, df spam), the numeric features' `moments` (spamnb.meta), and per digest its
+    df ham, df spam), the numeric features' `moments` (spamnb.bayes.meta), and per digest its
     class now (None: forgotten)."""
 
     def __init__(self, path: str, size: int = 0) -> None:
@@ -190,7 +190,7 @@ def append(model_path: str, model_identity: bytes, journal: Journal, entries: li
     for entry in entries:
         payload = entry.payload()
         records.append(REC.pack(REC_TAG, len(payload), zlib.crc32(payload)) + payload)
-    from spamnb import ownership
+    from spamnb.models import ownership
 
     created = not os.path.exists(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -266,7 +266,7 @@ def locked(path: str, wait: float | None = None, notice=None):  # -> Iterator[No
     seconds.  Under the lock, a model that must not be replaced as it is (read-only,
     another owner: see `ownership`) is refused before any work is done.
     """
-    from spamnb import ownership
+    from spamnb.models import ownership
 
     path = os.path.realpath(path)  # one lock for every symlink to a model
     folder = os.path.dirname(path)
@@ -291,7 +291,7 @@ def open_lock(path: str, model: os.stat_result | None) -> int:
     lock made wherever it points), with the model's permissions (ownership.lock_mode)."""
     import stat
 
-    from spamnb import ownership
+    from spamnb.models import ownership
 
     lock = path + ".lock"
     try:

@@ -15,7 +15,7 @@ Arrays (V tokens, M learnt messages):
                     one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
-  meta              (2, W, W) int64: the numeric features' moments per class (spamnb.meta);
+  meta              (2, W, W) int64: the numeric features' moments per class (spamnb.bayes.meta);
                     only in a model that scores them (scoring's "meta")
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
 so that `load(path, scoring_only=True)` maps the file and reads only the pages a
@@ -35,11 +35,12 @@ from typing import BinaryIO
 
 import numpy as np
 
-from spamnb import events, journal, modelcheck, nb, ownership
-from spamnb.features import SortedTokens, Vocabulary, token_offsets
-from spamnb.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
-from spamnb.model import Model, Scoring
-from spamnb.npzview import (  # Member and default_path: this module's names before they moved
+from spamnb.bayes import events, nb
+from spamnb.bayes.features import SortedTokens, Vocabulary, token_offsets
+from spamnb.models import journal, modelcheck, ownership
+from spamnb.models.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
+from spamnb.models.model import Model, Scoring
+from spamnb.models.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,
     LOCAL_HEADER,
     REQUIRED,
@@ -50,7 +51,7 @@ from spamnb.npzview import (  # Member and default_path: this module's names bef
     open_model,
     zip_directory,
 )
-from spamnb.tokens import TokenSettings
+from spamnb.text.tokens import TokenSettings
 
 
 def smallest_uint(a: np.ndarray) -> np.ndarray:
@@ -188,7 +189,7 @@ def file_identity(file: BinaryIO) -> bytes:
 
 
 def with_journal(model: Model, path: str, ident: bytes) -> Model:
-    """The model with the changes of its journal (spamnb.journal) added: counts of the
+    """The model with the changes of its journal (spamnb.models.journal) added: counts of the
     tokens it learnt or forgot (new ones join the vocabulary), messages, digests."""
     changes = journal.read(path, ident)
     if not changes:

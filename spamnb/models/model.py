@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from spamnb import events, meta, nb
-from spamnb.features import GrowingSorted, Rows, SortedTokens, Vocabulary
-from spamnb.tokens import TokenSettings, field_ids
+from spamnb.bayes import events, meta, nb
+from spamnb.bayes.features import GrowingSorted, Rows, SortedTokens, Vocabulary
+from spamnb.text.tokens import TokenSettings, field_ids
 
 VERDICTS = ("ham", "unsure", "spam")
 
@@ -30,7 +30,7 @@ class ScoringFields(NamedTuple):
     tf: str = "presence"
     idf: bool = False
     length_norm: str = "none"
-    # The numeric features' term (spamnb.meta): "none", "gaussian" or "gda"; and its
+    # The numeric features' term (spamnb.bayes.meta): "none", "gaussian" or "gda"; and its
     # weight beside the text's log-odds, fitted with the calibration (`fit_meta_weight`).
     meta: str = "none"
     meta_weight: float = 1.0
@@ -175,7 +175,7 @@ HAM_LOSS = 0.001
 
 
 def fit_meta_weight(log_odds: np.ndarray, ratios: np.ndarray, positive: np.ndarray, iterations: int = 100) -> float:
-    """The weight w of the numeric features' log-ratios m (spamnb.meta) beside the text's
+    """The weight w of the numeric features' log-ratios m (spamnb.bayes.meta) beside the text's
     log-odds z, both held out: c / a of the logistic regression P = sigmoid(a z + c m + b)
     (Platt's smoothed targets, by Newton's method); 0 when m adds nothing (c <= 0).
 
@@ -272,7 +272,7 @@ class Model:
     """Tokeniser settings, scoring defaults, vocabulary and counts: what a model file holds.
 
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
-    `moments`: the numeric features' moments per class (spamnb.meta), int64 (2, WIDTH, WIDTH).
+    `moments`: the numeric features' moments per class (spamnb.bayes.meta), int64 (2, WIDTH, WIDTH).
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
     read-only), never saved.  (A plain class: see nb.Counts.)
     """
@@ -391,7 +391,7 @@ class Explanation(NamedTuple):
     log_odds: float
     unknown: int = 0  # distinct tokens the model has never seen (Fisher: neutral evidence)
     numeric: list[int] | None = None  # the message's numeric features (fixed point), where scored
-    numeric_terms: tuple[float, ...] = ()  # their shares of the logit (spamnb.meta), in meta.NAMES' order
+    numeric_terms: tuple[float, ...] = ()  # their shares of the logit (spamnb.bayes.meta), in meta.NAMES' order
 
     @property
     def logit(self) -> float:

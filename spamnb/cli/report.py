@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spamnb import meta, nb
-from spamnb.metrics import Report
-from spamnb.model import HAM_LOSS, Explanation, Model, Scored, Scoring
-from spamnb.tokens import FEATURE_SCALE
+from spamnb.bayes import meta, nb
+from spamnb.models.model import HAM_LOSS, Explanation, Model, Scored, Scoring
+from spamnb.run.metrics import Report
+from spamnb.text.tokens import FEATURE_SCALE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -91,8 +91,8 @@ def from_and_subject(data: bytes) -> tuple[str, str]:
     """A message's From and Subject, decoded, on one line each (for the table)."""
     from email.parser import BytesHeaderParser
 
-    from spamnb.headers import split_message
-    from spamnb.message import decode_header_value
+    from spamnb.mail.headers import split_message
+    from spamnb.mail.message import decode_header_value
 
     _, head, _ = split_message(data[: 1 << 16])
     fields = BytesHeaderParser().parsebytes(head)
@@ -242,7 +242,7 @@ def summary(model: Model, path: str) -> dict[str, Any]:
 
 
 def numeric_summary(model: Model) -> dict[str, dict[str, float]]:
-    """Per numeric feature its mean in ham and in spam (spamnb.meta), where the model scores them."""
+    """Per numeric feature its mean in ham and in spam (spamnb.bayes.meta), where the model scores them."""
     gaussians = model.gaussians()
     if gaussians.kind == "none":
         return {}
@@ -251,7 +251,7 @@ def numeric_summary(model: Model) -> dict[str, dict[str, float]]:
 
 
 def numeric_rows(e: Explanation) -> list[dict[str, Any]]:
-    """The message's numeric features (spamnb.meta) with their shares of the logit (none
+    """The message's numeric features (spamnb.bayes.meta) with their shares of the logit (none
     where the model does not score them, or has too few messages to)."""
     if e.numeric is None or not e.numeric_terms:
         return []
@@ -264,7 +264,7 @@ def file_facts(path: str) -> dict[str, Any]:
     import datetime
     import os
 
-    from spamnb.journal import journal_path
+    from spamnb.models.journal import journal_path
 
     times = [os.stat(p).st_mtime for p in (path, journal_path(path)) if os.path.exists(p)]
     sizes = [os.stat(p).st_size for p in (path, journal_path(path)) if os.path.exists(p)]

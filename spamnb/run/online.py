@@ -23,13 +23,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spamnb import headers, journal, meta, onemessage
-from spamnb.classifier import LABEL_CLASS, Scored, chunks, class_of
-from spamnb.features import Rows
-from spamnb.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
-from spamnb.parallel import ordered_map
-from spamnb.sources import Item, Problem
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.bayes import meta
+from spamnb.bayes.features import Rows
+from spamnb.mail import headers
+from spamnb.mail.sources import Item, Problem
+from spamnb.models import journal
+from spamnb.models.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.pipe import onemessage
+from spamnb.run.classifier import LABEL_CLASS, Scored, chunks, class_of
+from spamnb.run.parallel import ordered_map
+from spamnb.text.tokens import Tokenizer, TokenSettings
 
 FIT_EVERY = 1600
 
@@ -61,12 +64,12 @@ def evaluate(
     """
     with tempfile.TemporaryDirectory(prefix="spamnb-online-") as folder:
         if model_path is None:
-            from spamnb import store
+            from spamnb.models import store
 
             model_path = os.path.join(folder, "empty.npz")
             store.save(store.empty_model(tokens, scoring), model_path)
         if scoring.weighting():
-            from spamnb import store
+            from spamnb.models import store
 
             return run(Loaded(store.load(model_path), scoring), items, train_on_error, progress, jobs)
         model = onemessage.OneModel(model_path)
@@ -93,7 +96,7 @@ class Loaded:
         return self.model.explain(Counter(distinct)).log_odds
 
     def log_ratio(self, numeric: list[int]) -> float:
-        """The numeric features' log-ratio (spamnb.meta), unweighted, as the one-message scorer's."""
+        """The numeric features' log-ratio (spamnb.bayes.meta), unweighted, as the one-message scorer's."""
         if self._gaussians is None:
             self._gaussians = meta.Gaussians(self.scoring.meta, self.model.moments.tolist())
         return self._gaussians.log_ratio(numeric)
@@ -139,7 +142,7 @@ def run(
 ) -> Online:
     scored: list[Scored] = []
     problems: list[Problem] = []
-    odds: list[float] = []  # the text's log-odds, and the numeric features' log-ratios (spamnb.meta)
+    odds: list[float] = []  # the text's log-odds, and the numeric features' log-ratios (spamnb.bayes.meta)
     ratios: list[float] = []
     spam: list[bool] = []
     learnt = 0

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from spamnb import sortedtokens
+from spamnb.bayes import sortedtokens
 
 SEPARATOR = "\n"  # tokens never hold whitespace, so a newline can join them
 
