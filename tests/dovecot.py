@@ -12,6 +12,7 @@ import contextlib
 import imaplib
 import os
 import pwd
+import re
 import shutil
 import socket
 import ssl
@@ -197,9 +198,10 @@ def add_user(d: Dovecot, name: str) -> User:
 
 
 @contextlib.contextmanager
-def running(users: tuple[str, ...] = ("alice", "bob"), sieve: bool = False) -> Iterator[Dovecot]:
+def running(users: tuple[str, ...] = ("alice", "bob"), sieve: bool = False, capabilities: str | None = None) -> Iterator[Dovecot]:
     """A Dovecot with `users` (password PASSWORD), stopped and removed on leaving; with
-    `sieve`, configured for the learning scripts (`install_learner` puts them in place)."""
+    `sieve`, configured for the learning scripts (`install_learner` puts them in place);
+    `capabilities`: what the server says it can do (not what it can)."""
     top = Path(tempfile.mkdtemp(prefix="spamnb-dovecot-"))
     os.chmod(top, 0o755)  # the mail users' processes go through it to their homes
     try:
@@ -210,7 +212,8 @@ def running(users: tuple[str, ...] = ("alice", "bob"), sieve: bool = False) -> I
         d = Dovecot(top, free_port(), free_port(), cert)
         for name in users:
             add_user(d, name)
-        d.config.write_text(config_text(d, cert, key, sieve_config(top) if sieve else ""))
+        extra = (sieve_config(top) if sieve else "") + (f"imap_capability = {capabilities}\n" if capabilities else "")
+        d.config.write_text(config_text(d, cert, key, extra))
         d.process = subprocess.Popen([DOVECOT, "-F", "-c", str(d.config)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             wait_listening(d)
@@ -241,26 +244,13 @@ CONTRIB = Path(__file__).resolve().parents[1] / "contrib" / "dovecot"
 
 
 def sieve_config(root: Path) -> str:
-    """The README's IMAPSieve configuration, with the shipped scripts and wrapper copied
-    (and compiled) under `root`: moves into Junk learn spam, moves out of it ham."""
-    return f"""\
-protocol imap {{
-  mail_plugins = $mail_plugins imap_sieve
-}}
-plugin {{
-  sieve_plugins = sieve_imapsieve sieve_extprograms
-  sieve_global_extensions = +vnd.dovecot.pipe +vnd.dovecot.environment
-  sieve_pipe_bin_dir = {root}/sieve-pipe
-  sieve_pipe_input_eol = lf
-  imapsieve_mailbox1_name = Junk
-  imapsieve_mailbox1_causes = COPY
-  imapsieve_mailbox1_before = file:{root}/sieve/report-spam.sieve
-  imapsieve_mailbox2_name = *
-  imapsieve_mailbox2_from = Junk
-  imapsieve_mailbox2_causes = COPY
-  imapsieve_mailbox2_before = file:{root}/sieve/report-ham.sieve
-}}
-"""
+    """The README's IMAPSieve configuration (the recipe under test), its paths moved under
+    `root` where `install_learner` copies (and compiles) contrib/dovecot's scripts."""
+    readme = (CONTRIB.parents[1] / "README.md").read_text(encoding="utf-8")
+    recipe = readme.split("### IMAP: learning when you move mail (Dovecot)", 1)[1]
+    config = re.search(r"\n```\n(protocol imap \{.*?)```", recipe, flags=re.S)
+    assert config, "README: no Dovecot configuration under 'IMAP: learning when you move mail'"
+    return config.group(1).replace("/etc/dovecot/sieve", f"{root}/sieve").replace("/usr/lib/dovecot/sieve-pipe", f"{root}/sieve-pipe")
 
 
 def install_learner(d: Dovecot, spamnb: str) -> None:

@@ -884,5 +884,63 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         out.print(report.explanation_table(shown))
 
 
+@cli.command(
+    name="imap-filter",
+    epilog="\b\nExamples:\n  spamnb imap-filter imaps://me@mail.example.org/INBOX --spam-folder Junk\n"
+    "  spamnb imap-filter --dry-run imaps://me@mail.example.org/INBOX --spam-folder Junk --unsure-folder Unsure\n"
+    "  spamnb imap-filter --password-command 'pass show mail' imap://me@localhost/INBOX --spam-folder Junk\n\n"
+    "\b\nExit status:\n  0    done\n  1    some messages could not be fetched (they stay where they are)\n"
+    "  2    usage error\n  3    the model, the server or the state cannot be used\n  130  interrupted (Ctrl-C)",
+)
+@model_option()
+@click.argument("url", metavar="URL")
+@click.option("--spam-folder", required=True, metavar="FOLDER", help="Where spam goes (it must exist).")
+@click.option("--unsure-folder", default=None, metavar="FOLDER", help="Where unsure mail goes. [default: it stays]")
+@click.option("--dry-run", is_flag=True, help="Say what would move; move nothing and remember nothing.")
+@cutoff_options
+@imap_options
+@quiet_option
+@click.pass_context
+@guarded
+def imap_filter(
+    ctx: click.Context,
+    model_path: str,
+    url: str,
+    spam_folder: str,
+    unsure_folder: str | None,
+    dry_run: bool,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
+    access: Any,
+) -> None:
+    """Move the spam among the new messages of an IMAP folder, URL (imaps://USER@HOST/FOLDER
+    or imap:// with STARTTLS), to --spam-folder.
+
+    One line per message moved (ID, verdict, P(spam), folder).  The last message seen per
+    folder is kept in MODEL.imap-state.json: a re-run scores only mail that came since.
+    """
+    from spamnb.cli import report
+    from spamnb.models import store
+    from spamnb.run import imapfilter
+
+    model = store.load(model_path)
+    model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
+
+    def told(result: Any, target: str | None) -> None:
+        if target is not None:
+            sys.stdout.write(f"{report.scored_tsv(result)}\t{target}\n")
+
+    state = None if dry_run else imapfilter.state_path(model_path)
+    outcome = imapfilter.filter_folder(model, url, spam_folder, unsure_folder, access, state, dry_run, told)
+    sys.stdout.flush()
+    bad = report_problems(outcome.problems)
+    if not ctx.obj["quiet"] or dry_run:
+        moved = ", ".join(f"{n} to {folder}" for folder, n in sorted(outcome.moved.items())) or "none"
+        verb = "would move" if dry_run else "moved"
+        click.echo(f"{url}: {outcome.scored} new scored; {verb} {moved}; {outcome.stayed} stay" + ("; dry run: nothing moved" if dry_run else ""), err=True)
+    if bad:
+        ctx.exit(EXIT_PARTIAL)
+
+
 def main() -> None:
     cli(prog_name="spamnb")

@@ -149,6 +149,27 @@ def connected(where: Location, access: Access, readonly: bool = True) -> Iterato
         close(client)
 
 
+def capabilities(client: imaplib.IMAP4) -> set[str]:
+    """The server's capabilities once logged in (they may grow at login: MOVE, UIDPLUS)."""
+    detail = ok(client.capability())
+    return set(b" ".join(d for d in detail if isinstance(d, bytes)).decode(errors="replace").upper().split())
+
+
+def require_folder(client: imaplib.IMAP4, where: Location, folder: str) -> None:
+    """SourceError unless `folder` exists on the server (checked before anything moves)."""
+    status, detail = client.list('""', quote(folder))
+    if status != "OK" or not [d for d in detail if d]:
+        raise SourceError(f"{where.server}/{folder}: no such folder")
+
+
+def ok(response: tuple[str, list]) -> list:
+    """A command's response data, or IMAP4.error with the server's words if it was not OK."""
+    status, detail = response
+    if status != "OK":
+        raise imaplib.IMAP4.error(f"{status} {said(detail)}")
+    return detail
+
+
 def close(client: imaplib.IMAP4) -> None:
     with contextlib.suppress(OSError, imaplib.IMAP4.error, EOFError):
         client.logout()
@@ -183,17 +204,13 @@ def message_id(where: Location, uidvalidity: int, uid: int) -> str:
 
 def uids_after(client: imaplib.IMAP4, last: int = 0) -> list[int]:
     """The folder's UIDs above `last`, ascending."""
-    status, detail = client.uid("SEARCH", f"UID {last + 1}:*")
-    if status != "OK":
-        raise imaplib.IMAP4.error(said(detail))
+    detail = ok(client.uid("SEARCH", f"UID {last + 1}:*"))
     # `N:*` always holds the highest UID, even one below N.
     return sorted(u for u in map(int, b" ".join(detail).split()) if u > last)
 
 
 def sizes(client: imaplib.IMAP4, uids: list[int]) -> dict[int, int]:
-    status, detail = client.uid("FETCH", uid_set(uids), "(UID RFC822.SIZE)")
-    if status != "OK":
-        raise imaplib.IMAP4.error(said(detail))
+    detail = ok(client.uid("FETCH", uid_set(uids), "(UID RFC822.SIZE)"))
     found = {}
     for line in detail:
         text = line[0] if isinstance(line, tuple) else line
@@ -241,9 +258,7 @@ def fetch(client: imaplib.IMAP4, uids: list[int], cap: int | None) -> dict[int, 
     The server counts CRLF line ends: twice the cap in its octets holds at least `cap`
     bytes with LF ends, all that a local read of the same message keeps."""
     part = "BODY.PEEK[]" if cap is None else f"BODY.PEEK[]<0.{2 * cap}>"
-    status, detail = client.uid("FETCH", uid_set(uids), f"(UID {part})")
-    if status != "OK":
-        raise imaplib.IMAP4.error(said(detail))
+    detail = ok(client.uid("FETCH", uid_set(uids), f"(UID {part})"))
     found: dict[int, bytes] = {}
     for i, line in enumerate(detail):
         if not isinstance(line, tuple):
