@@ -342,8 +342,8 @@ def locate_source(src: str, label: str | None = None) -> Iterator[Located | Prob
     return iter([Located(src, label)])
 
 
-def is_imap(src: str) -> bool:
-    return src.startswith(("imap://", "imaps://"))
+def is_imap(src: str | os.PathLike[str]) -> bool:
+    return isinstance(src, str) and src.startswith(("imap://", "imaps://"))
 
 
 def read_source(src: str, label: str | None = None, max_bytes: int | None = None, access: Any = None) -> Iterator[Item]:
