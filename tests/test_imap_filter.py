@@ -36,7 +36,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[dovecot.Dovecot]:
-    with dovecot.running(("alice", "bob", "carol", "dave")) as d:
+    with dovecot.running(("alice", "bob", "carol", "dave", "erin")) as d:
         yield d
 
 
@@ -115,6 +115,22 @@ def test_dry_run_says_what_would_move_and_changes_nothing(server: dovecot.Doveco
     with server.connect("bob") as client:  # nothing was even marked \Seen
         client.select("INBOX", readonly=True)
         assert client.search(None, "SEEN")[1] == [b""]
+
+
+def test_unsure_mail_goes_to_its_folder_when_asked(server: dovecot.Dovecot, home: Path) -> None:
+    """Cut-offs that most of the model's scores fall between: unsure mail moves too, each
+    message to its verdict's folder."""
+    fill(server, "erin", [*SPAM[:2], *HAM[:2]])
+    with server.connect("erin") as client:
+        assert client.create("Unsure")[0] == "OK"
+    cutoffs = ("--spam-cutoff", "0.9999999", "--ham-cutoff", "0.0000001")
+    done = spamnb(home, "imap-filter", *login(server, "erin"), *cutoffs, server.url("erin"), "--spam-folder", "Junk", "--unsure-folder", "Unsure")
+    assert done.returncode == 0, done.stderr
+    moved = [line.split("\t") for line in done.stdout.splitlines()]
+    assert all({"spam": "Junk", "unsure": "Unsure"}[verdict] == folder for _, verdict, _, folder in moved)
+    unsure = sum(verdict == "unsure" for _, verdict, _, _ in moved)
+    assert unsure >= 1 and len(subjects(server, "erin", "Unsure")) == unsure
+    assert len(subjects(server, "erin", "INBOX")) == 4 - len(moved)
 
 
 def test_a_new_uidvalidity_scans_the_folder_again(server: dovecot.Dovecot, home: Path) -> None:

@@ -2,8 +2,10 @@
 with STARTTLS), run as the console script against a real Dovecot on loopback."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spamnb.mail import imap
@@ -151,3 +153,31 @@ def test_a_url_gives_back_the_user_and_folder_it_was_made_of(user: str, folder: 
 def test_bad_urls_are_one_line_source_errors(url: str) -> None:
     with pytest.raises(SourceError):
         imap.parse_url(url)
+
+
+@given(st.lists(st.integers(1, 500), min_size=1, unique=True))
+def test_a_uid_set_names_exactly_its_uids(uids: list[int]) -> None:
+    named: set[int] = set()
+    for part in imap.uid_set(sorted(uids)).split(","):
+        low, _, high = part.partition(":")
+        named.update(range(int(low), int(high or low) + 1))
+    assert named == set(uids)
+
+
+FOLDERS = itertools.count()
+
+
+@needs_dovecot
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.binary(min_size=1, max_size=3000).filter(lambda b: b"\0" not in b))
+def test_any_message_reads_back_as_the_server_stores_it(server: dovecot.Dovecot, home: Path, monkeypatch: pytest.MonkeyPatch, body: bytes) -> None:
+    """Whatever the bytes (a literal holding `)`, `UID 7`, `{5}`, bare CRs, 8-bit), the
+    message read back is the one appended, with LF line ends as the maildir holds it."""
+    message = b"Subject: hypothesis\n\n" + body
+    folder = f"Fuzz{next(FOLDERS)}"
+    with server.connect("alice") as client:
+        assert client.create(folder)[0] == "OK"
+        assert client.append(folder, None, None, message)[0] == "OK"
+    monkeypatch.setenv("HOME", str(home))
+    read = list(imap.read_folder(server.url("alice", folder), None, None, imap.Access(ca_file=str(server.ca_file))))
+    assert [m.data for m in read] == [re.sub(rb"\r\n|\r|\n", b"\n", message)]
