@@ -137,12 +137,14 @@ def connected(where: Location, access: Access, readonly: bool = True) -> Iterato
         if status != "OK":
             raise SourceError(f"{where}: no such folder ({said(detail)})")
         uidvalidity = int(client.response("UIDVALIDITY")[1][0])
-    except ssl.SSLCertVerificationError as err:
-        raise SourceError(f"{where.server}: certificate not trusted ({err.verify_message}; --ca-file for a private CA)") from err
-    except (OSError, ssl.SSLError, imaplib.IMAP4.error, EOFError, ValueError, TypeError) as err:
+    except BaseException as err:
         if client is not None:
             close(client)
-        raise SourceError(f"{where.server}: {reason(err)}") from err
+        if isinstance(err, ssl.SSLCertVerificationError):
+            raise SourceError(f"{where.server}: certificate not trusted ({err.verify_message}; --ca-file for a private CA)") from err
+        if isinstance(err, (OSError, imaplib.IMAP4.error, EOFError, ValueError, TypeError)):
+            raise SourceError(f"{where.server}: {reason(err)}") from err
+        raise
     try:
         yield client, uidvalidity
     finally:
