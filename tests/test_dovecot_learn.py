@@ -16,7 +16,7 @@ import pytest
 from tests import dovecot
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus
 
-pytestmark = pytest.mark.skipif(dovecot.unavailable() is not None, reason=str(dovecot.unavailable()))
+pytestmark = dovecot.needs_dovecot
 
 SPAMNB = str(Path(sys.executable).with_name("spamnb"))
 SETTLE = 60.0  # seconds a background learner gets before a test gives up on it

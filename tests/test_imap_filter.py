@@ -17,7 +17,7 @@ import pytest
 from tests import dovecot
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.skipif(dovecot.unavailable() is not None, reason=str(dovecot.unavailable()))
+pytestmark = dovecot.needs_dovecot
 
 SPAMNB = str(Path(sys.executable).with_name("spamnb"))
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_corpus" / "maildir"

@@ -21,7 +21,7 @@ from spamnb.mail.sources import HEADROOM, Message, SourceError
 from tests import dovecot
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail
 
-needs_dovecot = pytest.mark.skipif(dovecot.unavailable() is not None, reason=str(dovecot.unavailable()))
+needs_dovecot = dovecot.needs_dovecot
 SPAMNB = str(Path(sys.executable).with_name("spamnb"))
 SPAM = fake_corpus(SPAM_WORDS, 15, seed=11)
 HAM = fake_corpus(HAM_WORDS, 15, seed=12)
