@@ -6,7 +6,7 @@ SPAMNB := $(BIN)/spamnb
 DEMO := demo-out
 SA_INDEX := ../shared/corpora/spamassassin/index
 
-.PHONY: install demo test test-pure lint bench accuracy small-data fuzz clean
+.PHONY: install demo test test-pure lint bench bench-imap accuracy small-data fuzz clean
 
 install: $(VENV)/.installed
 
