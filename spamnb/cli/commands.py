@@ -184,26 +184,26 @@ def quiet_option(fn: F) -> F:
 
 
 def cutoff_options(fn: F) -> F:
+    # Plain floats: the one check of a pair of cut-offs is the Scoring's (`with_cutoffs`).
     fn = click.option(
-        "--ham-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        "--ham-cutoff", type=float, default=None, metavar="P",
         help="Ham when P(spam) <= P; between the cut-offs, unsure. [default: the model's, else 0.1]",
     )(fn)
     fn = click.option(
-        "--spam-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
-        help="Spam when P(spam) >= P (and above the model's ham-loss floor: see inspect). [default: the model's, else 0.95]",
+        "--spam-cutoff", type=float, default=None, metavar="P",
+        help="Spam when P(spam) >= P, as given: the model's ham-loss floor (see inspect) holds back only its default cut-off. [default: the model's, else 0.95]",
     )(fn)
     return fn
 
 
 def with_cutoffs(scoring: Any, spam_cutoff: float | None, ham_cutoff: float | None) -> Any:
-    """`scoring` with the cut-offs given; ham's must stay below spam's (a usage error)."""
-    if spam_cutoff is None and ham_cutoff is None:
-        return scoring
-    spam = scoring.spam_cutoff if spam_cutoff is None else spam_cutoff
-    ham = scoring.ham_cutoff if ham_cutoff is None else ham_cutoff
-    if not 0 < ham < spam < 1:
-        raise click.UsageError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
-    return scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
+    """`scoring` with the cut-offs given (Scoring.with_cutoffs); bad ones are a usage error."""
+    from spamnb.models.scoring import CutoffError
+
+    try:
+        return scoring.with_cutoffs(spam_cutoff, ham_cutoff)
+    except CutoffError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def token_options(fn: F) -> F:
@@ -738,15 +738,16 @@ def evaluate(
     failures = metrics.failed_bars(result, parsed_bars, parsed_ceilings)
     spam_sweep = metrics.threshold_sweep(labels, probs, metrics.with_cutoff(metrics.SPAM_CUTOFFS, scoring.spam_cutoff))
     ham_sweep = metrics.ham_sweep(labels, probs, metrics.with_cutoff(metrics.HAM_CUTOFFS, scoring.ham_cutoff))
+    floored = sum(s.floor is not None for s in scored)
     if as_json:
-        found = report.eval_json(result, scoring, spam_sweep, ham_sweep)
+        found = report.eval_json(result, scoring, spam_sweep, ham_sweep, floored)
         if learnt is not None:
             found["lam_percent"] = online_eval.lam_percent(scored)
             found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
         click.echo(json.dumps(found))
     else:
         out = report.console()
-        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring):
+        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring, floored):
             out.print(table)
             out.print()
         out.print(report.score_histogram(labels, odds))
@@ -814,7 +815,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 @cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list (of those scoring counts).")
-@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of ln(P / (1 - P)), P the P(spam) the verdict uses; the shares and the rest add up to it.")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of the logit ln(P / (1 - P)), P the calibrated P(spam) the verdict uses; the shares and the rest add up to it.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option
 @guarded
@@ -845,11 +846,12 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         e = model.explain(tokenize(item.data, numeric), numeric)
         score = model.scoring.probability(e.log_odds)
         shown = report.explanation(model, e, top)
-        verdict = model.scoring.verdict(score)
+        verdict, floor = model.scoring.decide(score)
         if as_json:
-            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "unknown_tokens": e.unknown, **shown}))
+            held = {} if floor is None else {"ham_loss_floor": floor}
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, **held, "unknown_tokens": e.unknown, **shown}))
             continue
-        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}; ln(P / (1 - P)) = {e.logit:+.3f}, the tokens' shares and the rest below ({e.unknown} distinct tokens unknown to the model)")
+        out.print(report.explanation_line(item.id, verdict, score, e, floor))
         out.print(report.explanation_table(shown))
 
 

@@ -73,7 +73,8 @@ def evaluate(
 
             return run(Loaded(store.load(model_path), scoring), items, train_on_error, progress, jobs)
         model = onemessage.OneModel(model_path)
-        model.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        model.scoring = scoring
+        model.alpha, model.weighting = onemessage.event_settings(scoring)
         return run(model, items, train_on_error, progress, jobs)
 
 
@@ -84,8 +85,7 @@ class Loaded:
     def __init__(self, model: Model, scoring: Scoring) -> None:
         self.model, self.tokens = model, model.tokens
         model.scoring = scoring
-        # Refitted as the stream goes (`run`): plain attributes, as the one-message scorer's.
-        self.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        self.scoring = scoring  # refitted as the stream goes (`run`), as the one-message scorer's
         self._gaussians: meta.Gaussians | None = None
 
     @property
@@ -165,18 +165,19 @@ def run(
             cls = class_of(item)
             if fit_points(len(odds)) and len(set(spam)) == 2:
                 z, positive = np.array(odds), np.array(spam)
+                weight = model.scoring.meta_weight
                 if numeric is not None:  # the numeric features' weight too, as train fits it
-                    model.scoring.meta_weight = fit_meta_weight(z, np.array(ratios), positive)
-                    z = z + model.scoring.meta_weight * np.array(ratios)
-                model.scoring.calibration = fit_platt(z, positive)
-                model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
+                    weight = fit_meta_weight(z, np.array(ratios), positive)
+                    z = z + weight * np.array(ratios)
+                calibration = fit_platt(z, positive)
+                model.scoring = model.scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)
             trained = min(model.docs) > 0
             text = model.log_odds_of(counts) if trained else 0.0
             ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
             log_odds = text + model.scoring.meta_weight * ratio
             p = model.scoring.probability(log_odds)
-            verdict = model.scoring.verdict(p)
-            scored.append(Scored(item.id, item.label, log_odds, p, verdict))
+            verdict, floor = model.scoring.decide(p)
+            scored.append(Scored(item.id, item.label, log_odds, p, verdict, floor))
             odds.append(text)
             ratios.append(ratio)
             spam.append(cls == LABEL_CLASS["spam"])
