@@ -633,6 +633,10 @@ def classify_batch(
 )
 @click.option("--online", is_flag=True, help="TREC's online protocol: each message in the order given scored by the model so far, then learnt.")
 @click.option("--train-on-error", is_flag=True, help="With --online: learn only the messages it got wrong or was unsure of.")
+@click.option(
+    "--order", type=click.Choice(["given", "date"]), default=None,
+    help="With --online: the messages in the order given, or by their Date: headers (undated last, ties by path), as they arrived. [default: given]",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @click.option(
@@ -655,6 +659,7 @@ def evaluate(
     train_size: int | None,
     online: bool,
     train_on_error: bool,
+    order: str | None,
     as_json: bool,
     bars: tuple[str, ...],
     ceilings: tuple[str, ...],
@@ -679,8 +684,8 @@ def evaluate(
         parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    if train_on_error and not online:
-        raise click.UsageError("--train-on-error goes with --online")
+    if (train_on_error or order) and not online:
+        raise click.UsageError(f"{'--train-on-error' if train_on_error else '--order'} goes with --online")
     if online and dask_address is not None:
         raise click.UsageError("--online scores and learns one message after the other; it does not go with --dask")
     if model_path is not None and not online:
@@ -705,6 +710,10 @@ def evaluate(
 
             tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+            if order == "date":
+                from spamnb.mail import arrival
+
+                items = iter(arrival.by_date(items))
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             model = store.load(model_path)
@@ -742,8 +751,7 @@ def evaluate(
     if as_json:
         found = report.eval_json(result, scoring, spam_sweep, ham_sweep, floored)
         if learnt is not None:
-            found["lam_percent"] = online_eval.lam_percent(scored)
-            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
+            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "order": order or "given", "running_error": online_eval.running_errors(scored)}
         click.echo(json.dumps(found))
     else:
         out = report.console()
@@ -753,7 +761,7 @@ def evaluate(
         out.print(report.score_histogram(labels, odds))
         if learnt is not None:
             rates = online_eval.running_errors(scored)
-            out.print(f"online: {len(scored)} messages in order, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {online_eval.lam_percent(scored):.3f}")
+            out.print(f"online: {len(scored)} messages in {'Date: order' if order == 'date' else 'order'}, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {result.lam_percent:.3f}")
             out.print(f"error rate along the stream ({len(rates)} stretches): {online_eval.sparkline(rates)} {rates[0]:.1%} -> {rates[-1]:.1%}")
     for line in failures:
         click.echo(f"spamnb: fail: {line}", err=True)

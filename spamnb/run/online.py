@@ -194,24 +194,6 @@ def run(
     return Online(scored, problems, learnt)
 
 
-def lam_percent(scored: list[Scored]) -> float:
-    """TREC's logistic average misclassification, in percent: the mean in log-odds of the
-    share of ham flagged and the share of spam not flagged (a share of 0 or of all taken
-    half a message from it, so that the mean stays finite)."""
-    ham = [s for s in scored if s.label == "ham"]
-    spam = [s for s in scored if s.label == "spam"]
-    if not ham or not spam:
-        return math.nan
-    ham_lost = min(max(sum(s.verdict == "spam" for s in ham), 0.5), len(ham) - 0.5)
-    spam_missed = min(max(sum(s.verdict != "spam" for s in spam), 0.5), len(spam) - 0.5)
-
-    def logit(x: float) -> float:
-        return math.log(x / (1 - x))
-
-    mean = (logit(ham_lost / len(ham)) + logit(spam_missed / len(spam))) / 2
-    return 100.0 / (1.0 + math.exp(-mean))
-
-
 def running_errors(scored: list[Scored], windows: int = 60) -> list[float]:
     """The error rate (spam not flagged, ham flagged) over each of `windows` equal stretches of the stream."""
     wrong = [(s.verdict == "spam") != (s.label == "spam") for s in scored]
