@@ -10,7 +10,7 @@ SA_INDEX := ../shared/corpora/spamassassin/index
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py spamnb/_ctokens.c
+$(VENV)/.installed: pyproject.toml setup.py spamnb/text/_ctokens.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e '.[test,dask]' --config-settings editable_mode=compat
 	touch $@
@@ -72,7 +72,7 @@ fuzz: install
 		LDFLAGS="-fsanitize=address,undefined" \
 		$(BIN)/python setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp
 	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 SPAMNB_PURE=1 \
-		$(BIN)/python bench/fuzz_ctokens.py --module $$(ls build/asan/spamnb/_ctokens*.so) $(FUZZ_ARGS)
+		$(BIN)/python bench/fuzz_ctokens.py --module $$(ls build/asan/spamnb/text/_ctokens*.so) $(FUZZ_ARGS)
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache .hypothesis build spamnb/*.so
+	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache .hypothesis build spamnb/*/*.so

@@ -132,9 +132,10 @@ def synthetic_models(real_model: str, folder: str) -> tuple[str, str]:
     sys.path.insert(0, REPO)
     import numpy as np
 
-    from spamnb import nb, store
-    from spamnb.features import Vocabulary
-    from spamnb.model import Model
+    from spamnb.bayes import nb
+    from spamnb.bayes.features import Vocabulary
+    from spamnb.models import store
+    from spamnb.models.model import Model
 
     real = store.load(real_model, growable=True)
     tokens = real.vocab.tokens
@@ -242,7 +243,7 @@ def bench(work: str, mail: list[tuple[str, str]], n: int) -> int:
     bf_size = sum(os.path.getsize(os.path.join(bogo, f)) for f in os.listdir(bogo)) if BOGOFILTER else None
     row("model size on disk", f"{size / 1e6:.2f} MB", f"{bf_size / 1e6:.2f} MB" if bf_size else "n/a", f"{size / bf_size:.2f}x" if bf_size else "", "<= 1.0x (bogofilter's word list)")
     load_code = (
-        "import sys, time; from spamnb import store\n"
+        "import sys, time; from spamnb.models import store\n"
         "def t(**kw):\n"
         "    best = 9e9\n"
         "    for _ in range(7):\n"
@@ -314,13 +315,13 @@ def bench(work: str, mail: list[tuple[str, str]], n: int) -> int:
     return 0
 
 
-# Each message scored as `classify --pipe` scores it, in one process (spamnb.onemessage),
+# Each message scored as `classify --pipe` scores it, in one process (spamnb.pipe.onemessage),
 # against batch classify's log-odds and verdict.
 AGREEMENT = """
 import json, sys
 from collections import Counter
-from spamnb import onemessage
-from spamnb.tokens import Tokenizer
+from spamnb.pipe import onemessage
+from spamnb.text.tokens import Tokenizer
 model = onemessage.OneModel(sys.argv[1])
 tokenize = Tokenizer(model.tokens)
 worst, verdicts = 0.0, 0
@@ -344,7 +345,7 @@ def pipe_agreement(model: str, files: list[str]) -> None:
 
 TOKENISE = """
 import sys, time
-from spamnb import tokens
+from spamnb.text import tokens
 paths = sys.stdin.read().split()
 messages = [open(p, "rb").read() for p in paths]
 tokenize = tokens.Tokenizer()
@@ -398,8 +399,8 @@ def bogofilter_online(work: str, order: list[tuple[str, str]], on_error: bool) -
     import numpy as np
 
     sys.path.insert(0, REPO)
-    from spamnb import metrics, online
-    from spamnb.classifier import Scored
+    from spamnb.run import metrics, online
+    from spamnb.run.classifier import Scored
 
     db = os.path.join(work, "bogo-online" + ("-errors" if on_error else ""))
     os.makedirs(db)

@@ -28,8 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from spamnb import tokens  # noqa: E402
-from spamnb.sources import Message, read_index  # noqa: E402
+from spamnb.mail.sources import Message, read_index  # noqa: E402
+from spamnb.text import tokens  # noqa: E402
 
 DEFAULT_INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index"))
 
@@ -147,7 +147,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--index", default=DEFAULT_INDEX)
     args = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("spamnb._ctokens", args.module)
+    spec = importlib.util.spec_from_file_location("spamnb.text._ctokens", args.module)
     if spec is None or spec.loader is None or not os.path.isfile(args.module):
         print(f"fuzz: no module at {args.module}")
         return 1

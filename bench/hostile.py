@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from spamnb import store
+from spamnb.models import store
 from tests.test_hostile import HOSTILE, classify_source
 from tests.test_pipe import small_model
 

@@ -32,9 +32,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from spamnb import classifier, cluster, headers, sources, store  # noqa: E402
-from spamnb.model import Scoring  # noqa: E402
-from spamnb.tokens import TokenSettings  # noqa: E402
+from spamnb.mail import headers, sources  # noqa: E402
+from spamnb.models import store  # noqa: E402
+from spamnb.models.model import Scoring  # noqa: E402
+from spamnb.run import classifier  # noqa: E402
+from spamnb.scale import cluster  # noqa: E402
+from spamnb.text.tokens import TokenSettings  # noqa: E402
 
 SPAMNB = os.path.join(os.path.dirname(sys.executable), "spamnb")
 INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index"))

@@ -8,7 +8,7 @@ prints every message whose token lists differ (order and multiplicity included).
 Exits 1 on any difference.
 
 With --pure the reference is the working tree's own pure-Python path (SPAMNB_PURE's),
-and the working tree's tokeniser uses the compiled word scanner (spamnb/_ctokens.c):
+and the working tree's tokeniser uses the compiled word scanner (spamnb/text/_ctokens.c):
 the proof that the two give the same tokens.
 
     python bench/tokens_identical.py [--ref GIT_REV | --pure] [--index INDEX]
@@ -30,8 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from spamnb import tokens as new_tokens  # noqa: E402
-from spamnb.sources import Message, read_index  # noqa: E402
+from spamnb.mail.sources import Message, read_index  # noqa: E402
+from spamnb.text import tokens as new_tokens  # noqa: E402
 
 DEFAULT_INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index"))
 
@@ -41,7 +41,7 @@ DEFAULT_INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "
 REFERENCE_RUN = """
 import pickle, sys, time
 sys.path.insert(0, sys.argv[1])
-from spamnb import tokens
+from spamnb.text import tokens
 assert tokens.__file__.startswith(sys.argv[1]), tokens.__file__
 messages, settings = pickle.load(sys.stdin.buffer)
 out = []

@@ -2,8 +2,8 @@
 
 A procmail pipe starts spamnb once per message, so its start-up is the cost: the
 pipe path never imports click, rich, scipy or numpy, nor does learning a message
-from a mail reader (`spamnb.learnone`).  Everything else goes to the click
-command line in `spamnb.cli`.
+from a mail reader (`spamnb.pipe.learnone`).  Everything else goes to the click
+command line in `spamnb.cli.commands`.
 
 A pipe invocation must never lose the message: arguments the fast path cannot read
 (a typo in a procmail recipe) pass the mail through with exit 3, and so does a
@@ -24,12 +24,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(pipe_main(args))
     try:
         if "train" in args and not any(a in HELP for a in args):
-            from spamnb import learnone  # one message into the journal; None: the command line's work
+            from spamnb.pipe import learnone  # one message into the journal; None: the command line's work
 
             status = learnone.main(args)
             if status is not None:
                 sys.exit(status)
-        from spamnb.cli import main as cli_main
+        from spamnb.cli.commands import main as cli_main
 
         cli_main()
     except KeyboardInterrupt:
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def pipe_main(args: list[str]) -> int:
     try:
-        from spamnb import pipe
+        from spamnb.pipe import filter as pipe
     except Exception as err:  # noqa: BLE001 - a broken install still delivers the mail
         return pass_through(f"spamnb: cannot load the filter ({err}); message passed through unchanged")
     options = pipe.parse_options(args)

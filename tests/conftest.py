@@ -17,11 +17,11 @@ import pytest
 import scipy.sparse
 from click.testing import CliRunner, Result
 
-from spamnb import nb
-from spamnb.classifier import counts_of as counts_of_rows
-from spamnb.events import Bernoulli, Linear
-from spamnb.features import Rows
-from spamnb.sources import Message
+from spamnb.bayes import nb
+from spamnb.bayes.events import Bernoulli, Linear
+from spamnb.bayes.features import Rows
+from spamnb.mail.sources import Message
+from spamnb.run.classifier import counts_of as counts_of_rows
 
 ENVELOPE = b"From sender@example.com Mon Jan  1 00:00:00 2024"
 ESCAPE = re.compile(rb">*From ")
@@ -224,7 +224,7 @@ def joint_log_likelihood(model: Linear, counts: nb.Counts, X: Any) -> np.ndarray
 def use_scanner(name: str) -> Iterator[str]:
     """Tokenizers made inside use the compiled word scanner ("compiled", skipped where it
     was not built or SPAMNB_PURE is set) or the pure-Python path ("pure")."""
-    from spamnb import tokens
+    from spamnb.text import tokens
 
     if name == "compiled" and tokens.SCANNER is None:
         pytest.skip("compiled word scanner not built, or SPAMNB_PURE set")
@@ -239,6 +239,6 @@ def use_scanner(name: str) -> Iterator[str]:
 def run_cli(*args: str | Path, stdin: bytes | None = None, **options: Any) -> Result:
     """The one way tests run the command line in process: click's runner over `spamnb ARGS`
     (pass -q where the summary lines are not asserted), stdin as given."""
-    from spamnb.cli import cli
+    from spamnb.cli.commands import cli
 
     return CliRunner().invoke(cli, [*map(str, args)], input=stdin, **options)

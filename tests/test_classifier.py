@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamnb import classifier, events, nb
-from spamnb.features import Rows
-from spamnb.model import Model, Scoring
+from spamnb.bayes import events, nb
+from spamnb.bayes.features import Rows
+from spamnb.models.model import Model, Scoring
+from spamnb.run import classifier
 from tests.conftest import count_rows, rows_of
 
 
@@ -96,8 +97,8 @@ def test_reservoir_keeps_the_first_items_then_samples_as_algorithm_r() -> None:
 
 
 def test_calibration_is_fitted_when_learning(tmp_path):
-    from spamnb.model import Model
-    from spamnb.sources import Message
+    from spamnb.mail.sources import Message
+    from spamnb.models.model import Model
 
     rng = np.random.default_rng(3)
     spam_words, ham_words = ["cheap", "offer", "winner", "pills"], ["meeting", "patch", "review", "lunch"]
@@ -117,7 +118,7 @@ def test_calibration_is_fitted_when_learning(tmp_path):
 def test_a_message_moved_within_one_run_is_calibrated_once_as_its_final_class(event: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import warnings
 
-    from spamnb import sources
+    from spamnb.mail import sources
 
 
     root = Path(__file__).resolve().parent.parent / "sample_corpus"

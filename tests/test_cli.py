@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from spamnb import store
-from spamnb.tokens import Tokenizer
+from spamnb.models import store
+from spamnb.text.tokens import Tokenizer
 from tests.conftest import HAM_WORDS, SPAM_WORDS, Corpus, make_mail, run_cli, write_files, write_maildir, write_mbox
 
 
@@ -90,7 +90,7 @@ def test_inspect_places_the_cut_offs_in_log_odds(model: Path) -> None:
 
 
 def test_inspect_says_when_the_ham_loss_floor_sets_the_spam_verdict(model: Path) -> None:
-    from spamnb import report
+    from spamnb.cli import report
 
     young = store.load(str(model))
     young.scoring = young.scoring.replace(calibration=(0.5, 1.0), spam_floor=0.99)
@@ -365,7 +365,7 @@ def test_maildir_tmp_is_never_classified(model: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["train", "eval"])
 def test_help_shows_the_tokeniser_defaults_a_new_model_gets(command: str) -> None:
-    from spamnb.tokens import TokenSettings
+    from spamnb.text.tokens import TokenSettings
 
     default = TokenSettings()
     text = " ".join(ok(command, "--help").output.split())

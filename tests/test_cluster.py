@@ -15,9 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamnb import classifier, cluster, headers, nb, sources, store
-from spamnb.model import Scoring
-from spamnb.tokens import TokenSettings
+from spamnb.bayes import nb
+from spamnb.mail import headers, sources
+from spamnb.models import store
+from spamnb.models.model import Scoring
+from spamnb.run import classifier
+from spamnb.scale import cluster
+from spamnb.text.tokens import TokenSettings
 from tests.conftest import Corpus, run_cli, write_files
 from tests.test_cli import assert_one_line_error, ok
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spamnb import headers, store
+from spamnb.mail import headers
+from spamnb.models import store
 from tests.conftest import make_mail, mboxrd, run_cli
 
 DELIVERED = (

@@ -23,7 +23,7 @@ from tests.test_pipe import SPAMNB, build_model
 # Dies the moment the tokeniser is asked for a text's words, compiled or pure path.
 CRASH = """
 import faulthandler, os, signal
-from spamnb import tokens
+from spamnb.text import tokens
 
 def crash(*args, **kwargs):
     if os.environ["CRASH_BY"] == "SIGSEGV":

@@ -1,4 +1,4 @@
-"""The compiled word scanner (spamnb/_ctokens.c) against the pure-Python tokeniser.
+"""The compiled word scanner (spamnb/text/_ctokens.c) against the pure-Python tokeniser.
 
 It reads untrusted mail, so hypothesis feeds both the same arbitrary bytes, NULs,
 invalid UTF-8, huge lines, broken and deep MIME and text in every charset the
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from spamnb import tokens
-from spamnb.tokens import Tokenizer, TokenSettings, stopword_set
+from spamnb.text import tokens
+from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def test_the_scanner_is_built_wherever_a_compiler_and_headers_are() -> None:
 
 
 def test_spamnb_pure_selects_the_pure_path() -> None:
-    code = "from spamnb import tokens; print(tokens.SCANNER is None, tokens.Tokenizer()._scan is None)"
+    code = "from spamnb.text import tokens; print(tokens.SCANNER is None, tokens.Tokenizer()._scan is None)"
     env = {**os.environ, "SPAMNB_PURE": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
     assert done.stdout.split() == ["True", "True"]

@@ -43,7 +43,7 @@ def test_help_still_reaches_click() -> None:
 
 
 def test_a_filter_that_cannot_be_imported_still_delivers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "spamnb.pipe", None)  # makes `from spamnb import pipe` raise
+    monkeypatch.setitem(sys.modules, "spamnb.pipe.filter", None)  # makes `from spamnb.pipe import filter` raise
     stdin = io.TextIOWrapper(io.BytesIO(SPAM_MAIL))
     out = io.BytesIO()
     stdout = io.TextIOWrapper(out)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from spamnb import events, nb
-from spamnb.chi2 import log_chi2_tails
-from spamnb.model import probabilities
+from spamnb.bayes import events, nb
+from spamnb.bayes.chi2 import log_chi2_tails
+from spamnb.models.model import probabilities
 from tests.conftest import log_odds
 
 

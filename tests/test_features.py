@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spamnb import classifier
-from spamnb.features import Rows
+from spamnb.bayes.features import Rows
+from spamnb.run import classifier
 
 
 def test_used_columns_renumber_in_column_order() -> None:

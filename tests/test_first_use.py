@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spamnb import store
+from spamnb.models import store
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,8 +123,8 @@ def test_sources_complete_as_paths(words: str, tmp_path: Path) -> None:
 
 
 def test_the_table_keeps_the_end_of_the_path_and_shows_sender_and_subject(tmp_path: Path) -> None:
-    from spamnb import report
-    from spamnb.model import Scored
+    from spamnb.cli import report
+    from spamnb.models.model import Scored
 
     deep = "/home/someone/Mail/Archive/2024/lists/example/cur/" + "1699261250.M730716P26818.mail.example.com,S=2211:2,S"
     rows = [Scored(deep, None, 3.0, 0.99, "spam"), Scored("b", None, -3.0, 0.01, "ham"), Scored("c", None, 0.0, 0.5, "unsure")]

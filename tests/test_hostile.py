@@ -23,10 +23,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from spamnb import classifier, headers, sources, store
-from spamnb.model import Model, Scored
-from spamnb.sources import Problem
-from spamnb.tokens import NOT_LETTERS, Tokenizer, TokenSettings, host_names, received_parts, received_tokens
+from spamnb.mail import headers, sources
+from spamnb.mail.sources import Problem
+from spamnb.models import store
+from spamnb.models.model import Model, Scored
+from spamnb.run import classifier
+from spamnb.text.tokens import NOT_LETTERS, Tokenizer, TokenSettings, host_names, received_parts, received_tokens
 from tests.conftest import ENVELOPE, make_mail, mboxrd, run_cli
 from tests.test_pipe import FAST, HAM_MAIL, SPAM_MAIL, run_pipe, small_model, verdict_of
 
@@ -209,7 +211,7 @@ def test_a_fault_after_parsing_falls_back_to_the_raw_text_and_the_batch_goes_on(
     def faulty(markup: str) -> str:
         raise ValueError("planted fault")
 
-    with mock.patch("spamnb.tokens.html_to_text", faulty):
+    with mock.patch("spamnb.text.tokens.html_to_text", faulty):
         tokens = Tokenizer()(html)
         scored = list(classifier.classify(model, [sources.Message("a", html), sources.Message("b", plain)]))
     raw = html.decode("latin-1")

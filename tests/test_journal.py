@@ -1,4 +1,4 @@
-"""Learning one message without rewriting the model (spamnb.journal, spamnb.learnone):
+"""Learning one message without rewriting the model (spamnb.models.journal, spamnb.pipe.learnone):
 every reader sees a learn at once, learning stays idempotent and forgetting checked,
 a learn that exited 0 survives kill -9, concurrent learners give exact counts, and a
 damaged journal is a clear error."""
@@ -16,8 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamnb import classifier, events, headers, journal, learnone, onemessage, store
-from spamnb.sources import Message
+from spamnb.bayes import events
+from spamnb.mail import headers
+from spamnb.mail.sources import Message
+from spamnb.models import journal, store
+from spamnb.pipe import learnone, onemessage
+from spamnb.run import classifier
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail, run_cli
 from tests.test_pipe import SPAMNB, build_model, run_pipe
 
@@ -209,7 +213,8 @@ def test_a_journal_of_an_earlier_model_is_ignored(model: Path, tmp_path: Path) -
 # lose what learns before it acknowledged.
 FOLDING_LEARNER = """
 import sys
-from spamnb import journal, learnone
+from spamnb.models import journal
+from spamnb.pipe import learnone
 journal.FOLD_SIZE = int(sys.argv[1])
 sys.exit(learnone.main(["-q", "train", "-m", sys.argv[2], "--" + sys.argv[3], sys.argv[4]]))
 """

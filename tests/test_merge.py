@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamnb import nb
-from spamnb.merge import mean_calibration
-from spamnb.model import Model, Scoring
+from spamnb.bayes import nb
+from spamnb.models.model import Model, Scoring
+from spamnb.run.merge import mean_calibration
 from tests.conftest import Corpus, fake_corpus, make_mail, run_cli, write_files
 from tests.test_cli import assert_one_line_error, json_lines, ok
 
@@ -82,7 +82,8 @@ def test_overlap_is_refused_without_the_mail_and_counted_once_with_it(corpus: Co
 
 
 def test_a_copy_learnt_under_the_older_digest_counts_once(tmp_path: Path) -> None:
-    from spamnb import headers, store
+    from spamnb.mail import headers
+    from spamnb.models import store
 
     mails = [b"Received: from relay%d.example.net by mx.example.org\n" % i + make_mail(f"note {i}", f"words {i} and more words") for i in range(6)]
     folder = write_files(tmp_path / "mail", mails)[0].parent
@@ -156,7 +157,7 @@ def part(docs: tuple[int, int], calibration: tuple[float, float], event: str = "
 
 
 def test_calibration_is_the_mean_weighted_by_messages_of_the_parts_that_fitted_one() -> None:
-    from spamnb.merge import MergeReport
+    from spamnb.run.merge import MergeReport
 
     report = MergeReport()
     parts = [

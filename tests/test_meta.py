@@ -1,4 +1,4 @@
-"""The numeric features' term (spamnb.meta, `--meta`): scikit-learn's Gaussian naive Bayes
+"""The numeric features' term (spamnb.bayes.meta, `--meta`): scikit-learn's Gaussian naive Bayes
 and linear discriminant on the same features, the same score on every path that scores a
 message, and sums that add and subtract exactly (learn, forget, merge, journal)."""
 from __future__ import annotations
@@ -15,10 +15,13 @@ from hypothesis import strategies as st
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.naive_bayes import GaussianNB
 
-from spamnb import classifier, journal, meta, onemessage, store
-from spamnb.model import Scoring, fit_meta_weight
-from spamnb.sources import Message, read_source
-from spamnb.tokens import FEATURE_SCALE, Tokenizer, TokenSettings
+from spamnb.bayes import meta
+from spamnb.mail.sources import Message, read_source
+from spamnb.models import journal, store
+from spamnb.models.model import Scoring, fit_meta_weight
+from spamnb.pipe import onemessage
+from spamnb.run import classifier
+from spamnb.text.tokens import FEATURE_SCALE, Tokenizer, TokenSettings
 from tests.conftest import make_mail, run_cli
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus" / "maildir"
@@ -192,7 +195,7 @@ def test_forgetting_takes_the_features_off_exactly(trained: tuple[str, str]) -> 
 
 
 def test_a_journalled_learn_counts_the_features(trained: tuple[str, str], tmp_path: Path) -> None:
-    from spamnb import learnone
+    from spamnb.pipe import learnone
 
     _, kind = trained
     items = sample_items()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from spamnb import metrics
+from spamnb.run import metrics
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from spamnb.model import HAM_LOSS, Scoring, fit_platt, ham_loss_floor, probabilities
+from spamnb.models.model import HAM_LOSS, Scoring, fit_platt, ham_loss_floor, probabilities
 
 
 def test_platt_fit_recovers_a_known_calibration():
@@ -89,7 +89,7 @@ def test_ham_loss_floor_without_ham_or_over_budget() -> None:
 
 
 def test_a_spam_verdict_needs_the_cut_off_and_the_floor() -> None:
-    from spamnb import onemessage
+    from spamnb.pipe import onemessage
 
     s = Scoring(spam_floor=0.99)
     assert [s.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]

@@ -14,11 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 
-from spamnb import classifier, events, nb, store
-from spamnb.features import Rows, Vocabulary, local_rows
-from spamnb.model import Model, Scoring
-from spamnb.sources import Message
-from spamnb.tokens import Tokenizer, field_ids
+from spamnb.bayes import events, nb
+from spamnb.bayes.features import Rows, Vocabulary, local_rows
+from spamnb.mail.sources import Message
+from spamnb.models import store
+from spamnb.models.model import Model, Scoring
+from spamnb.run import classifier
+from spamnb.text.tokens import Tokenizer, field_ids
 from tests.conftest import (
     LIST_SERVER_FIELDS,
     count_rows,
@@ -532,7 +534,7 @@ def test_cross_validation_scores_a_fold_as_a_model_trained_without_it(event: str
 )
 def test_sorted_tokens_find_what_a_dictionary_finds(known: set[str], asked: list[str], landmarks: int) -> None:
     """The landmark-narrowed binary search over the blob finds each token's column, and -1 for the rest."""
-    from spamnb.features import SortedTokens
+    from spamnb.bayes.features import SortedTokens
 
     ordered = sorted(known, key=lambda t: t.encode())
     vocab = SortedTokens(b"\n".join(t.encode() for t in ordered))

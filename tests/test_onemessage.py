@@ -1,4 +1,4 @@
-"""The one-message scorer without numpy (spamnb.onemessage, spamnb.npzview): the same
+"""The one-message scorer without numpy (spamnb.pipe.onemessage, spamnb.models.npzview): the same
 log-odds and verdict as batch classify, and no numpy on the pipe's path."""
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamnb import classifier, events, nb, npzview, onemessage, store
-from spamnb.chi2 import log_chi2_tails
-from spamnb.model import Model, Scoring
-from spamnb.sources import Message, read_source
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.bayes import events, nb
+from spamnb.bayes.chi2 import log_chi2_tails
+from spamnb.mail.sources import Message, read_source
+from spamnb.models import npzview, store
+from spamnb.models.model import Model, Scoring
+from spamnb.pipe import onemessage
+from spamnb.run import classifier
+from spamnb.text.tokens import Tokenizer, TokenSettings
 from tests.test_pipe import HAM_MAIL, MESSAGES, SPAM_MAIL, SPAMNB, build_model, small_model
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus" / "maildir"

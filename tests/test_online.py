@@ -1,4 +1,4 @@
-"""`spamnb eval --online` (spamnb.online): TREC's online protocol, each message scored by
+"""`spamnb eval --online` (spamnb.run.online): TREC's online protocol, each message scored by
 the model of the messages before it, then learnt."""
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from spamnb import classifier, online, store
-from spamnb.classifier import Scored
-from spamnb.model import Scoring
-from spamnb.sources import Message, read_index
-from spamnb.tokens import TokenSettings
+from spamnb.mail.sources import Message, read_index
+from spamnb.models import store
+from spamnb.models.model import Scoring
+from spamnb.run import classifier, online
+from spamnb.run.classifier import Scored
+from spamnb.text.tokens import TokenSettings
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spamnb import progress, store
+from spamnb.cli import progress
+from spamnb.models import store
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,9 +143,9 @@ def test_inspect_summary_counts(model: str) -> None:
 
 @pytest.mark.parametrize("event", ["fisher", "multinomial"])
 def test_inspect_top_lists_only_what_scoring_counts(event: str, tmp_path: Path) -> None:
-    from spamnb import classifier
-    from spamnb.model import Model, Scoring
-    from spamnb.sources import Message
+    from spamnb.mail.sources import Message
+    from spamnb.models.model import Model, Scoring
+    from spamnb.run import classifier
     from tests.conftest import LIST_SERVER_FIELDS, labelled_messages, make_mail
 
     model = Model(scoring=Scoring(event=event))
@@ -218,7 +219,7 @@ def test_version_and_completion() -> None:
 
 
 def test_classify_table_on_a_terminal(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spamnb import report
+    from spamnb.cli import report
 
     monkeypatch.setattr(report, "stdout_is_terminal", lambda: True)
     _, out, _ = invoke("classify", "-m", model, HAM)

@@ -18,10 +18,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from spamnb import classifier, headers, pipe, store
-from spamnb.model import Model
-from spamnb.sources import Message
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.mail import headers
+from spamnb.mail.sources import Message
+from spamnb.models import store
+from spamnb.models.model import Model
+from spamnb.pipe import filter as pipe
+from spamnb.run import classifier
+from spamnb.text.tokens import Tokenizer, TokenSettings
 from tests.conftest import ENVELOPE, HAM_WORDS, SPAM_WORDS, crlf, fake_corpus, make_mail
 
 SPAMNB = Path(sys.executable).with_name("spamnb")
@@ -310,12 +313,12 @@ def fail_with(error: BaseException) -> Callable[..., NoReturn]:
 @pytest.mark.parametrize(
     "target, error, needle",
     [
-        ("spamnb.tokens.Tokenizer.__call__", MemoryError(), "MemoryError"),
-        ("spamnb.npzview.open_members", MemoryError("Unable to allocate 8.00 TiB"), "MemoryError"),
-        ("spamnb.headers.stamp", MemoryError(), "MemoryError"),
-        ("spamnb.onemessage.OneModel.log_odds_of", RuntimeError("line one\nline two\n\nline three"), "line one line two line three"),
-        ("spamnb.tokens.Tokenizer.__call__", RecursionError("maximum recursion depth exceeded"), "RecursionError"),
-        ("spamnb.onemessage.OneModel.log_odds_of", KeyError("tf"), "KeyError"),
+        ("spamnb.text.tokens.Tokenizer.__call__", MemoryError(), "MemoryError"),
+        ("spamnb.models.npzview.open_members", MemoryError("Unable to allocate 8.00 TiB"), "MemoryError"),
+        ("spamnb.mail.headers.stamp", MemoryError(), "MemoryError"),
+        ("spamnb.pipe.onemessage.OneModel.log_odds_of", RuntimeError("line one\nline two\n\nline three"), "line one line two line three"),
+        ("spamnb.text.tokens.Tokenizer.__call__", RecursionError("maximum recursion depth exceeded"), "RecursionError"),
+        ("spamnb.pipe.onemessage.OneModel.log_odds_of", KeyError("tf"), "KeyError"),
     ],
     ids=["MemoryError tokenising", "MemoryError loading", "MemoryError stamping", "multi-line error", "RecursionError", "KeyError"],
 )
@@ -331,7 +334,7 @@ def test_an_error_that_cannot_even_be_described(model: Path, monkeypatch: pytest
         def __str__(self) -> str:
             raise ValueError("no words")
 
-    monkeypatch.setattr("spamnb.onemessage.OneModel.log_odds_of", fail_with(Unprintable()))
+    monkeypatch.setattr("spamnb.pipe.onemessage.OneModel.log_odds_of", fail_with(Unprintable()))
     assert_failed_open(run_pipe(model, SPAM_MAIL), SPAM_MAIL, "Unprintable")
 
 

@@ -51,7 +51,7 @@ def run(line: str, home: Path, stdin: bytes | None = None) -> subprocess.Complet
 def test_usage_names_every_option_of_every_command() -> None:
     """The Usage synopsis lists each subcommand's options (--help, -q and --jobs apart); the
     options `train` and `eval` share are named once, on the MODEL_OPTIONS line."""
-    from spamnb.cli import cli
+    from spamnb.cli.commands import cli
 
     block = README.split("## Usage", 1)[1].split("```", 2)[1]
     lines = {line.split()[1]: line for line in block.splitlines() if line.startswith("spamnb ")}

@@ -13,10 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spamnb import classifier, headers, onemessage, pipe, store
-from spamnb.model import Scoring
-from spamnb.sources import Message, read_source
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.mail import headers
+from spamnb.mail.sources import Message, read_source
+from spamnb.models import store
+from spamnb.models.model import Scoring
+from spamnb.pipe import filter as pipe
+from spamnb.pipe import onemessage
+from spamnb.run import classifier
+from spamnb.text.tokens import Tokenizer, TokenSettings
 from tests.conftest import LIST_SERVER_FIELDS, make_mail, run_cli
 from tests.test_pipe import MESSAGES, run_console
 

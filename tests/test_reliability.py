@@ -28,10 +28,13 @@ import pytest
 from click.testing import Result
 from hypothesis import example, given, settings
 
-from spamnb import cli as cli_module
-from spamnb import headers, journal, learnone, pipe, sources, store
-from spamnb.sources import Message, Problem
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.cli import commands as cli_module
+from spamnb.mail import headers, sources
+from spamnb.mail.sources import Message, Problem
+from spamnb.models import journal, store
+from spamnb.pipe import filter as pipe
+from spamnb.pipe import learnone
+from spamnb.text.tokens import Tokenizer, TokenSettings
 from tests.conftest import ENVELOPE, make_mail, run_cli
 from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, build_model, mailish, run_pipe, small_model
 
@@ -186,7 +189,7 @@ def crafted(good: Path, path: Path, members: dict[str, tuple[bytes, Iterator[byt
 
 LOAD_AND_MEASURE = """
 import resource, sys
-from spamnb import store
+from spamnb.models import store
 try:
     store.load(sys.argv[1], scoring_only=sys.argv[2] == "mapped")
     print("loaded")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import Result
 
-from spamnb import store
+from spamnb.models import store
 from tests.conftest import ENVELOPE, make_mail, run_cli
 from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, assert_failed_open, run_console, run_pipe, small_model
 
@@ -163,9 +163,10 @@ def test_concurrent_learners_serialise_and_lose_no_update(tmp_path: Path) -> Non
 SAVER = """
 import sys
 import numpy as np
-from spamnb import nb, store
-from spamnb.features import SortedTokens
-from spamnb.model import Model
+from spamnb.bayes import nb
+from spamnb.models import store
+from spamnb.bayes.features import SortedTokens
+from spamnb.models.model import Model
 
 path, n = sys.argv[1], int(sys.argv[2])
 vocab = SortedTokens(b"\\n".join(b"token%07d" % i for i in range(n)))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spamnb.sources import read_mbox
+from spamnb.mail.sources import read_mbox
 
 CORPUS = Path(__file__).resolve().parent.parent / "sample_corpus"
 MESSAGES = sorted(p for p in (CORPUS / "maildir").glob("*/*/*") if not p.name.startswith("."))

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamnb import sources
-from spamnb.sources import Message, Problem, SourceError
+from spamnb.mail import sources
+from spamnb.mail.sources import Message, Problem, SourceError
 from tests.conftest import ENVELOPE, crlf, make_mail, mboxrd, write_files, write_maildir, write_mbox
 
 

@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from spamnb import pipe, store
 from spamnb.entry import main as entry_main
+from spamnb.models import store
+from spamnb.pipe import filter as pipe
 from tests.conftest import run_cli
 
 SPAM_WORDS = ["free", "money", "viagra", "winner", "click", "offer", "cash", "prize", "urgent", "loan", "casino"]
@@ -146,7 +147,7 @@ def test_pipe_path_imports_only_what_it_needs(corpus, model):
 
 
 def test_mapped_model_scores_like_the_full_load(corpus, model):
-    from spamnb.tokens import Tokenizer
+    from spamnb.text.tokens import Tokenizer
 
     full = store.load(model)
     mapped = store.load(model, scoring_only=True)
@@ -169,7 +170,7 @@ def test_model_without_offsets_still_loads(model, tmp_path):
 
 @pytest.mark.parametrize("limit", [0, 20_000])
 def test_learning_a_few_messages_splices_the_vocabulary_like_a_full_rebuild(corpus, model, tmp_path, monkeypatch, limit):
-    from spamnb.features import GrowingSorted
+    from spamnb.bayes.features import GrowingSorted
 
     monkeypatch.setattr(GrowingSorted, "LIMIT", limit)
     path = str(tmp_path / "m.npz")

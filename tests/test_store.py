@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spamnb import classifier, store
-from spamnb.model import Model, Scoring
-from spamnb.sources import Message
-from spamnb.store import ModelError
-from spamnb.tokens import TokenSettings
+from spamnb.mail.sources import Message
+from spamnb.models import store
+from spamnb.models.model import Model, Scoring
+from spamnb.models.store import ModelError
+from spamnb.run import classifier
+from spamnb.text.tokens import TokenSettings
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, labelled_messages, make_mail
 
 SETTINGS = TokenSettings(ngram=2, stopwords=False, max_len=30)

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spamnb.mime import BoundedMessage
-from spamnb.tokens import (
+from spamnb.mail.mime import BoundedMessage
+from spamnb.text.tokens import (
     EIGHT_BIT_CHARSETS,
     NOT_EVIDENCE,
     UNICODE_LETTER,
@@ -37,7 +37,7 @@ NO_HEADERS = TokenSettings(header_tokens=False)
 
 @pytest.fixture(autouse=True, scope="module", params=["compiled", "pure"])
 def scanner(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each test with the word scanner of spamnb/_ctokens.c, then with the pure path."""
+    """Each test with the word scanner of spamnb/text/_ctokens.c, then with the pure path."""
     with use_scanner(request.param) as name:
         yield name
 
@@ -429,7 +429,7 @@ def test_single_part_fast_path_agrees_with_the_parser(data: bytes) -> None:
 
 
 def test_a_lazy_pattern_is_the_compiled_pattern_once_used() -> None:
-    from spamnb.lazy import Lazy
+    from spamnb.mail.lazy import Lazy
 
     lazy, compiled = Lazy(r"(\w)(\d)?", re.I), re.compile(r"(\w)(\d)?", re.I)
     text = "a1 B c2"
@@ -447,7 +447,7 @@ def test_replaced_settings_are_checked_like_new_ones() -> None:
     assert TokenSettings().replace(ngram=2) == TokenSettings(ngram=2)
     with pytest.raises(ValueError, match="ngram"):
         TokenSettings().replace(ngram=9)
-    from spamnb.model import Scoring
+    from spamnb.models.model import Scoring
 
     assert Scoring().replace(calibration=[2, 1]).calibration == (2.0, 1.0)
     with pytest.raises(ValueError, match="cut-off"):
@@ -455,7 +455,7 @@ def test_replaced_settings_are_checked_like_new_ones() -> None:
 
 
 def test_single_part_mail_is_read_without_the_email_package_where_it_reads_plainly() -> None:
-    from spamnb import message, mime
+    from spamnb.mail import message, mime
 
     plain = message.single_part_of(message.read_part("Subject: hi\nContent-Type: text/plain; charset=\"UTF-8\"\nContent-Transfer-Encoding: base64\n\naGVsbG8=\n"))
     assert isinstance(plain, message.SinglePart)
@@ -546,7 +546,7 @@ def assert_read_as_the_parser_reads(data: bytes, reader: str, options: tuple[dic
     one-part part), and the tokens are the same without it."""
     from unittest import mock
 
-    from spamnb import message, mime
+    from spamnb.mail import message, mime
 
     text = data.decode("ascii", "surrogateescape")
     fast = getattr(message, reader)(message.read_part(text))

@@ -15,10 +15,13 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.naive_bayes import ComplementNB, MultinomialNB
 from sklearn.preprocessing import normalize
 
-from spamnb import classifier, events, journal, learnone, merge, nb, onemessage, online, store
-from spamnb.model import Scoring
-from spamnb.sources import read_labelled
-from spamnb.tokens import Tokenizer, TokenSettings
+from spamnb.bayes import events, nb
+from spamnb.mail.sources import read_labelled
+from spamnb.models import journal, store
+from spamnb.models.model import Scoring
+from spamnb.pipe import learnone, onemessage
+from spamnb.run import classifier, merge, online
+from spamnb.text.tokens import Tokenizer, TokenSettings
 from tests.conftest import rows_of, run_cli
 from tests.test_cli import assert_one_line_error, ok
 from tests.test_nb import random_counts

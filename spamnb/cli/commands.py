@@ -1,0 +1,857 @@
+"""The command line: parse arguments, wire the stages, render.  No logic of its own.
+
+Exit statuses: 0 done; 1 some messages unreadable, a forget refused or a
+`--fail-under`/`--fail-over` bar missed; 2 usage error; 3 the model or a source
+cannot be used; 130 interrupted (Ctrl-C).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, TypeVar
+
+import click
+
+from spamnb import __version__
+
+F = TypeVar("F", bound=Callable[..., Any])
+QUIET_HELP = "No progress bar and no summary line (warnings and errors still print)."
+EXIT_PARTIAL = 1
+EXIT_USAGE = 2
+EXIT_ERROR = 3
+EXIT_INTERRUPTED = 130
+# A reader of stdout that left (`spamnb classify DIR | head -1`) ends the command quietly,
+# with the status a shell reports for `cat` in `cat FILE | head -1`: 128 + SIGPIPE.
+EXIT_STDOUT_CLOSED = 141
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout has gone: nothing more to say, to anyone."""
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll flags an error on its end)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        return False
+
+
+def end_quietly() -> None:
+    """Point stdout at /dev/null (the exit's flush of it would complain) and exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(EXIT_STDOUT_CLOSED)
+
+
+class Failure(click.ClickException):
+    """One-line error with an exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"spamnb: error: {self.message}", err=True)
+
+
+def guarded(fn: F) -> F:
+    """Turn every failure into one line on stderr (the traceback too with --debug)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from spamnb.mail.sources import SourceError
+        from spamnb.models.store import ModelError
+
+        debug = click.get_current_context().find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (ModelError, SourceError) as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except BrokenPipeError as err:
+            if stdout_closed():
+                raise StdoutClosed from err
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except (ValueError, OSError) as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(str(err)) from err
+        except Exception as err:
+            if debug:
+                traceback.print_exc()
+            raise Failure(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)") from err
+
+    return wrapper  # type: ignore[return-value]
+
+
+def model_option(required_default: bool = True) -> Callable[[F], F]:
+    from spamnb.models.store import default_path
+
+    return click.option(
+        "-m",
+        "--model",
+        "model_path",
+        # Not checked here (dir_okay, readable): a usage error (exit 2) would not pass `--pipe`
+        # mail through, and a model that cannot be read is exit 3 (store names why).
+        type=click.Path(readable=False),
+        default=default_path if required_default else None,
+        show_default="$SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz" if required_default else False,
+        help="Model file.",
+    )
+
+
+class OneLineErrors(click.Group):
+    """A group whose usage errors are one `spamnb: error:` line, like every other error."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        import warnings
+
+        # A library's warning (numpy's RuntimeWarning on a model of one class) is never
+        # the user's business: what matters is said in spamnb's own one-line warnings.
+        warnings.simplefilter("ignore")
+        kwargs["standalone_mode"] = False
+        try:
+            status = super().main(*args, **kwargs)
+            sys.stdout.flush()  # here, not at exit: a reader gone is then still ours to handle
+            # A large write to a pipe whose reader left can come back short without an error.
+            if stdout_closed():
+                end_quietly()
+        except StdoutClosed:
+            end_quietly()
+        except BrokenPipeError:
+            if not stdout_closed():
+                raise
+            end_quietly()
+        except click.UsageError as err:
+            where = f"{err.ctx.command_path}: " if err.ctx is not None else ""
+            click.echo(f"spamnb: error: {where}{err.format_message()} (see --help)", err=True)
+            sys.exit(err.exit_code)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except click.Abort:
+            # Ctrl-C (click turns KeyboardInterrupt into Abort): the shell's 128 + SIGINT.
+            click.echo("spamnb: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(status if isinstance(status, int) else 0)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Bare `spamnb` shows the help, as `spamnb --help` does (not as an error).
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="spamnb")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
+    """Naive Bayes spam filter for mbox, maildir and message files."""
+    ctx.obj = {"quiet": quiet}
+
+
+def set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(dict)["quiet"] = True
+
+
+def quiet_option(fn: F) -> F:
+    """`-q` after the subcommand too (`spamnb train -q ...`), as before it."""
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=set_quiet, help=QUIET_HELP)(fn)
+
+
+def cutoff_options(fn: F) -> F:
+    fn = click.option(
+        "--ham-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        help="Ham when P(spam) <= P; between the cut-offs, unsure. [default: the model's, else 0.1]",
+    )(fn)
+    fn = click.option(
+        "--spam-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        help="Spam when P(spam) >= P (and above the model's ham-loss floor: see inspect). [default: the model's, else 0.95]",
+    )(fn)
+    return fn
+
+
+def with_cutoffs(scoring: Any, spam_cutoff: float | None, ham_cutoff: float | None) -> Any:
+    """`scoring` with the cut-offs given; ham's must stay below spam's (a usage error)."""
+    if spam_cutoff is None and ham_cutoff is None:
+        return scoring
+    spam = scoring.spam_cutoff if spam_cutoff is None else spam_cutoff
+    ham = scoring.ham_cutoff if ham_cutoff is None else ham_cutoff
+    if not 0 < ham < spam < 1:
+        raise click.UsageError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
+    return scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
+
+
+def token_options(fn: F) -> F:
+    # The defaults shown are read from TokenSettings, so the help cannot drift from them.
+    from spamnb.text.tokens import TokenSettings
+
+    default = TokenSettings()
+    fn = click.option("--ngram", type=click.IntRange(1, 5), default=None, help=f"Word n-gram order (new models only). [default: {default.ngram}]")(fn)
+    fn = click.option(
+        "--stopwords/--no-stopwords", default=None,
+        help=f"Drop English stopwords (new models only). [default: {'on' if default.stopwords else 'off'}]",
+    )(fn)
+    return fn
+
+
+class EventChoice(click.Choice):
+    """The event models `spamnb.bayes.events` registers, read when click needs them (help or a
+    value to check): importing them imports numpy, which no other option needs."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    @property  # type: ignore[override]
+    def choices(self) -> list[str]:
+        from spamnb.bayes.events import EVENT_MODELS
+
+        return list(EVENT_MODELS)
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass  # click.Choice sets it; the registry is the truth
+
+
+def scoring_options(fn: F) -> F:
+    fn = click.option(
+        "--event",
+        type=EventChoice(),
+        default=None,
+        help="Scoring: Robinson-Fisher combining, or a naive Bayes event model (spamnb.bayes.events registers them). [default: fisher]",
+    )(fn)
+    fn = click.option("--alpha", type=float, default=None, help="Smoothing: Lidstone alpha, or Robinson s for fisher. [default: 0.01 for each]")(fn)
+    fn = click.option(
+        "--tf", type=click.Choice(["presence", "log"]), default=None,
+        help="Multinomial and complement: each learnt and scored message's term frequency, presence or log(1 + count). [default: presence]",
+    )(fn)
+    fn = click.option(
+        "--idf/--no-idf", default=None,
+        help="Multinomial and complement: weight each token by its inverse document frequency. [default: no]",
+    )(fn)
+    fn = click.option(
+        "--length-norm", type=click.Choice(["none", "l2"]), default=None,
+        help="Multinomial and complement: divide each message's term frequencies by their L2 norm. [default: none]",
+    )(fn)
+    fn = click.option(
+        "--meta",
+        type=click.Choice(["none", "gaussian", "gda"]),
+        default=None,
+        help="Also score numeric features (size, header fields, recipients, links, shares of HTML and capitals) "
+        "as per-class Gaussians: independent (gaussian) or with one shared covariance (gda). [default: none]",
+    )(fn)
+    return fn
+
+
+def pruning_options(fn: F) -> F:
+    fn = click.option(
+        "--max-tokens", type=click.IntRange(0), default=0, metavar="N",
+        help="Keep at most the N most frequent tokens (bounds the model's growth). [default: 0, no cap]",
+    )(fn)
+    fn = click.option(
+        "--min-count", type=click.IntRange(0), default=0, metavar="N",
+        help="Drop tokens seen fewer than N times in all. [default: 0, keep all]",
+    )(fn)
+    return fn
+
+
+def jobs_option(fn: F) -> F:
+    from spamnb.run.parallel import available_cores
+
+    return click.option(
+        "--jobs",
+        type=click.IntRange(1),
+        default=available_cores,
+        show_default="the available cores",
+        help="Processes that tokenise in parallel (output order stays the input order).",
+    )(fn)
+
+
+def dask_option(fn: F) -> F:
+    return click.option(
+        "--dask", "dask_address", metavar="ADDRESS", default=None,
+        help="Run on a Dask cluster: a scheduler's tcp://HOST:PORT, or `local` for a LocalCluster of --jobs "
+        "worker processes.  The workers read the mail (paths must be the same there; no stdin).  "
+        "Needs pip install 'spamnb[dask]'.",
+    )(fn)
+
+
+def labelled_options(fn: F) -> F:
+    fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
+    # type=click.Path: shell completion offers file names (the shell's own completion).
+    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
+    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
+    return fn
+
+
+class ModelOptions(NamedTuple):
+    """The tokeniser, scoring, cut-off and pruning options that `train` and `eval` share."""
+
+    ngram: int | None
+    stopwords: bool | None
+    event: str | None
+    alpha: float | None
+    meta: str | None
+    tf: str | None
+    idf: bool | None
+    length_norm: str | None
+    spam_cutoff: float | None
+    ham_cutoff: float | None
+    min_count: int
+    max_tokens: int
+
+    def pruning(self) -> Any:
+        from spamnb.bayes.nb import Pruning
+
+        return Pruning(self.min_count, self.max_tokens)
+
+
+def model_options(fn: F) -> F:
+    """The `ModelOptions` options; the command receives them as one `options`."""
+
+    @functools.wraps(fn)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        options = ModelOptions(*(kwargs.pop(name) for name in ModelOptions._fields))
+        return fn(*args, options=options, **kwargs)
+
+    return token_options(scoring_options(cutoff_options(pruning_options(with_options))))  # type: ignore[return-value]
+
+
+def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
+    """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
+    from spamnb.models.model import Scoring
+    from spamnb.text.tokens import TokenSettings
+
+    tokens = base.tokens if base is not None else TokenSettings()
+    scoring = base.scoring if base is not None else Scoring()
+    token_changes = {k: v for k, v in {"ngram": options.ngram, "stopwords": options.stopwords}.items() if v is not None}
+    if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
+        raise Failure(
+            f"the model was trained with tokeniser settings {tokens.to_json()}; "
+            "they cannot change now (train a new model instead)",
+            code=2,
+        )
+    tokens = tokens.replace(**token_changes)
+    asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm, "meta": options.meta}
+    scoring_changes = {k: v for k, v in asked.items() if v is not None}
+    weighting = scoring._replace(**scoring_changes).weighting()
+    if base is not None and weighting != scoring.weighting():
+        # The learnt messages were summed with their own transform, which they are not kept to redo.
+        raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    if base is not None and options.meta is not None and options.meta != scoring.meta:
+        # The moments of the mail learnt without the features are not in the model.
+        raise Failure(f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    try:
+        changed = scoring.replace(**scoring_changes)
+    except ValueError as err:
+        if not weighting:
+            raise
+        raise Failure(str(err), code=EXIT_USAGE) from err
+    if base is not None and (changed.event, changed.event_model().alpha) != (scoring.event, scoring.event_model().alpha):
+        # Its calibration was fitted to the other scoring's log-odds, and refitting it needs
+        # all the mail learnt, which the model does not keep.
+        raise Failure(
+            f"the model was trained with --event {scoring.event} --alpha {scoring.event_model().alpha:g}; "
+            "its calibration fits only those, so they cannot change now (train a new model instead)",
+            code=EXIT_USAGE,
+        )
+    return tokens, with_cutoffs(changed, options.spam_cutoff, options.ham_cutoff)
+
+
+def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
+    import os
+
+    if not spam and not ham and index is None:
+        raise click.UsageError("give labelled mail with --spam, --ham or --index")
+    if list(spam).count("-") + list(ham).count("-") > 1:
+        raise click.UsageError("stdin (-) can be read only once")
+    # `--ham ~/Mail --spam ~/Mail/Spam`: the spam would be learnt as spam, then moved to ham.
+    for outer, outer_name, inner, inner_name in ((ham, "--ham", spam, "--spam"), (spam, "--spam", ham, "--ham")):
+        for a in outer:
+            for b in inner:
+                if "-" in (a, b):
+                    continue
+                ra, rb = os.path.realpath(a), os.path.realpath(b)
+                if ra == rb or rb.startswith(ra.rstrip(os.sep) + os.sep):
+                    raise click.UsageError(f"{outer_name} {a} holds {inner_name} {b}: its mail would be learnt as both spam and ham")
+
+
+def warn(message: str) -> None:
+    """One line on stderr; printed with -q too."""
+    click.echo(f"spamnb: warning: {message}", err=True)
+
+
+def warn_empty(src: str) -> None:
+    warn(f"{src}: no mail in it")
+
+
+def notice(text: str) -> None:
+    click.echo(f"spamnb: {text}", err=True)
+
+
+def report_problems(problems: Iterable[Any]) -> int:
+    count = 0
+    for p in problems:
+        click.echo(f"spamnb: {p.id}: {p.reason}", err=True)
+        count += 1
+    return count
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb train --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur\n  spamnb train --dry-run --ham ~/Mail/Spam/cur/1700000000.M1P2.host\n  spamnb train --forget --spam -  < message.eml\n  spamnb train -m new.npz --spam-cutoff 0.9 --index corpus/index\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable or a forget refused\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
+@model_option()
+@labelled_options
+@click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
+@click.option("--dry-run", is_flag=True, help="Say what would be learnt, moved and forgotten; change nothing.")
+@click.option(
+    "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
+    help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
+)
+@model_options
+@jobs_option
+@dask_option
+@quiet_option
+@click.pass_context
+@guarded
+def train(
+    ctx: click.Context,
+    model_path: str,
+    spam: tuple[str, ...],
+    ham: tuple[str, ...],
+    index: str | None,
+    forget: bool,
+    dry_run: bool,
+    wait: float | None,
+    options: ModelOptions,
+    jobs: int,
+    dask_address: str | None,
+) -> None:
+    """Learn labelled mail into MODEL (created when missing).
+
+    --min-count and --max-tokens prune the model after learning; pruned counts are
+    gone (a later train adds up its changes, then sets counts below zero to zero).
+    """
+    import os
+
+    from spamnb.cli.progress import progress_bar
+    from spamnb.mail import sources
+    from spamnb.models import store
+    from spamnb.run import classifier
+
+    need_labelled(spam, ham, index)
+    if dask_address is not None:
+        from spamnb.scale import cluster
+
+        cluster.refuse_stdin([*spam, *ham])
+        cluster.require()
+    if not os.path.exists(model_path):
+        settings_from(options)  # a usage error first: no lock file is left for a model never made
+    # A dry run saves nothing, so it takes no lock (and makes no lock file beside a new model).
+    with contextlib.nullcontext() if dry_run else store.locked(model_path, wait, notice):
+        if os.path.exists(model_path):
+            model = store.load(model_path)
+            # The cut-offs given are stored in the model: every later classify and --pipe uses them.
+            model.tokens, model.scoring = settings_from(options, model)
+        else:
+            if forget:
+                raise Failure(f"{model_path}: no such model file; there is nothing to forget")
+            model = store.empty_model(*settings_from(options))
+        with progress_bar("learning", ctx.obj["quiet"]) as advance:
+            if dask_address is None:
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
+                result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
+            else:
+                located = sources.locate_labelled(spam, ham, index)
+                with cluster.connect(dask_address, jobs) as client:
+                    result = cluster.learn(client, model, located, forget=forget, progress=advance, jobs=jobs)
+        pruned = model.prune(options.pruning())
+        if not dry_run:
+            store.save(model, model_path)
+    bad = report_problems(result.problems)
+    for message_id in result.never_learnt:
+        click.echo(f"spamnb: {message_id}: never learnt, nothing to forget", err=True)
+    if dry_run:
+        done = f"would forget {result.forgotten}" if forget else f"would learn {result.learnt}, move {result.moved}"
+        if pruned:
+            done += f", prune {pruned} tokens"
+        holds = "would hold"
+    else:
+        done = f"forgot {result.forgotten}" if forget else f"learnt {result.learnt}, moved {result.moved}"
+        if pruned:
+            done += f", pruned {pruned} tokens"
+        holds = "model holds"
+    if not ctx.obj["quiet"] or bad or result.never_learnt or dry_run:  # quiet unless something needs a look
+        click.echo(
+            f"{model_path}: {done}, already known {result.already}; "
+            f"{holds} {model.counts.docs[1]} spam and {model.counts.docs[0]} ham" + ("; dry run: nothing saved" if dry_run else ""),
+            err=True,
+        )
+    asked = {"spam": bool(spam) or index is not None, "ham": bool(ham) or index is not None}
+    for cls, name in ((1, "spam"), (0, "ham")):
+        if asked[name] and not model.counts.docs[cls] and not dry_run and not forget:
+            warn(f"{model_path} holds no {name} yet: classify needs mail of both classes")
+    if bad or result.never_learnt:
+        ctx.exit(EXIT_PARTIAL)
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb classify ~/Mail/INBOX/new\n  spamnb classify --json ~/Mail/INBOX/new > verdicts.jsonl\n  spamnb classify --spam-cutoff 0.8 archive.mbox\n  spamnb classify --pipe --exit-zero < message.eml\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)\n\n\b\nWith --pipe:\n  0    spam (any verdict with --exit-zero)\n  1    ham\n  2    unsure\n  3    error: the message passed through unchanged")
+@model_option()
+@click.argument("sources", nargs=-1, type=click.Path(), metavar="[SRC]...")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@click.option("--pipe", is_flag=True, help="Filter one message from stdin to stdout with an X-Spamnb header; exit 0 spam, 1 ham, 2 unsure, 3 error.")
+@click.option("--exit-zero", is_flag=True, help="With --pipe: exit 0 whatever the verdict (3 still on an error), for procmail's `:0 fw`.")
+@click.option(
+    "--reasons",
+    type=click.IntRange(0),
+    default=0,
+    metavar="N",
+    help="With --pipe: name the N strongest tokens in the header, each with its share of ln(P / (1 - P)) as inspect --explain shows it (0: none).",
+)
+@cutoff_options
+@jobs_option
+@dask_option
+@quiet_option
+@click.pass_context
+def classify(
+    ctx: click.Context,
+    model_path: str,
+    sources: tuple[str, ...],
+    as_json: bool,
+    pipe: bool,
+    exit_zero: bool,
+    reasons: int,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
+    jobs: int,
+    dask_address: str | None,
+) -> None:
+    """Score messages (stdin when no SRC is given).
+
+    --spam-cutoff and --ham-cutoff apply to this run only (`train` stores them).
+    """
+    if pipe:
+        from spamnb.pipe import filter as pipe_filter
+
+        # Even a usage error passes the message through: the caller may be procmail.
+        refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
+        refuse = refuse or ("--pipe filters one message here and does not go with --dask" if dask_address else "")
+        cutoffs = (spam_cutoff, ham_cutoff)
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons))
+    if exit_zero or reasons:
+        raise click.UsageError(f"{'--exit-zero' if exit_zero else '--reasons'} goes with --pipe")
+    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address)
+
+
+@guarded
+def classify_batch(
+    ctx: click.Context,
+    model_path: str,
+    sources: tuple[str, ...],
+    as_json: bool,
+    jobs: int,
+    cutoffs: tuple[float | None, float | None],
+    dask_address: str | None = None,
+) -> None:
+    from spamnb.cli import report
+    from spamnb.cli.progress import progress_bar
+    from spamnb.mail import sources as src
+    from spamnb.mail.sources import Problem
+    from spamnb.models import store
+    from spamnb.run import classifier
+
+    if dask_address is not None:
+        from spamnb.scale import cluster
+
+        cluster.refuse_stdin(sources)
+        cluster.require()
+    model = store.load(model_path)
+    model.scoring = with_cutoffs(model.scoring, *cutoffs)
+    to_terminal = report.stdout_is_terminal() and not as_json
+    heads: dict[str, tuple[str, str]] = {}  # on a terminal, without --dask (the workers read the mail)
+    rows = []
+    bad = 0
+    write = sys.stdout.write
+    with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
+        if dask_address is None:
+            items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty)
+            if to_terminal:
+                items = report.noting_heads(items, heads)
+            results = classifier.classify(model, items, progress=advance, jobs=jobs)
+        else:
+            located = src.locate_all(sources)
+            client = stack.enter_context(cluster.connect(dask_address, jobs))
+            results = cluster.classify(client, model, located, progress=advance, jobs=jobs)
+        for result in results:
+            if isinstance(result, Problem):
+                sys.stdout.flush()
+                bad += report_problems([result])
+            elif as_json:
+                write(report.scored_json(result) + "\n")
+            elif to_terminal:
+                rows.append(result)
+            else:
+                write(report.scored_tsv(result) + "\n")
+    sys.stdout.flush()
+    if rows:
+        out = report.console()
+        out.print(report.scored_table(rows, heads, out.width))
+        out.print(report.verdict_counts(rows))
+    if bad:
+        ctx.exit(EXIT_PARTIAL)
+
+
+@cli.command(name="eval", epilog="\b\nExamples:\n  spamnb eval --index corpus/index --folds 5\n  spamnb eval --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur --json\n  spamnb eval -m model.npz --index corpus/index --fail-under auc=0.99 --fail-over false_positive_rate=0.001\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable or a --fail-under/--fail-over bar missed\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
+@click.option("-m", "--model", "model_path", type=click.Path(readable=False), default=None, help="Evaluate this model instead of cross-validating.")
+@labelled_options
+@click.option("--folds", type=click.IntRange(2), default=None, metavar="K", help="Cross-validation folds, 2 or more. [default: 5]")
+@click.option(
+    "--train-size", type=click.IntRange(2), default=None, metavar="N",
+    help="Each fold learns only N of the other folds' messages (classes in their shares): a new user's first N.",
+)
+@click.option("--online", is_flag=True, help="TREC's online protocol: each message in the order given scored by the model so far, then learnt.")
+@click.option("--train-on-error", is_flag=True, help="With --online: learn only the messages it got wrong or was unsure of.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
+@click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
+@click.option(
+    "--fail-over", "ceilings", multiple=True, metavar="METRIC=VALUE",
+    help="Exit 1 when METRIC is above VALUE, for the lower-is-better ones such as false_positive_rate (repeatable).",
+)
+@model_options
+@jobs_option
+@dask_option
+@quiet_option
+@click.pass_context
+@guarded
+def evaluate(
+    ctx: click.Context,
+    model_path: str | None,
+    spam: tuple[str, ...],
+    ham: tuple[str, ...],
+    index: str | None,
+    folds: int | None,
+    train_size: int | None,
+    online: bool,
+    train_on_error: bool,
+    as_json: bool,
+    bars: tuple[str, ...],
+    ceilings: tuple[str, ...],
+    options: ModelOptions,
+    jobs: int,
+    dask_address: str | None,
+) -> None:
+    """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
+    import numpy as np
+
+    from spamnb.cli import report
+    from spamnb.cli.progress import progress_bar
+    from spamnb.mail import sources
+    from spamnb.mail.sources import Problem
+    from spamnb.models import store
+    from spamnb.run import classifier, metrics
+
+    need_labelled(spam, ham, index)
+    empty: list[str] = []  # sources with no mail: a warning, or part of the error when there is none at all
+    try:
+        parsed_bars = [metrics.parse_bar(b) for b in bars]
+        parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
+    except ValueError as err:
+        raise click.UsageError(str(err)) from err
+    if train_on_error and not online:
+        raise click.UsageError("--train-on-error goes with --online")
+    if online and dask_address is not None:
+        raise click.UsageError("--online scores and learns one message after the other; it does not go with --dask")
+    if model_path is not None and not online:
+        if folds is not None or train_size is not None:
+            raise click.UsageError("--folds and --train-size cross-validate; they do not go with -m")
+        if options.pruning():
+            raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
+    learnt = None
+    client = None
+    with progress_bar("evaluating", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
+        if dask_address is not None:
+            from spamnb.scale import cluster
+
+            cluster.refuse_stdin([*spam, *ham])
+            cluster.require()
+            located = sources.locate_labelled(spam, ham, index)
+            client = stack.enter_context(cluster.connect(dask_address, jobs))
+        if online:
+            if folds is not None or train_size is not None or options.pruning():
+                raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
+            from spamnb.run import online as online_eval
+
+            tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+            scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
+        elif model_path is not None:
+            model = store.load(model_path)
+            model.tokens, model.scoring = settings_from(options, model)
+            scoring = model.scoring
+            if client is None:
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
+                results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
+            else:
+                results = list(cluster.classify(client, model, located, progress=advance, jobs=jobs))
+            scored = [r for r in results if not isinstance(r, Problem)]
+            problems = [r for r in results if isinstance(r, Problem)]
+        else:
+            tokens, scoring = settings_from(options)
+            pruning = options.pruning()
+            if client is None:
+                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+                scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
+            else:
+                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs, numeric=scoring.meta != "none")
+                scored, problems = classifier.folds_scored(data, folds or 5, scoring, pruning=pruning, train_size=train_size)
+    bad = report_problems(problems)
+    if not scored:
+        raise Failure("no messages to evaluate" + "".join(f"; {src}: no mail in it" for src in empty))
+    for src in empty:
+        warn_empty(src)
+    labels = [s.label for s in scored]
+    odds = np.array([s.log_odds for s in scored])
+    probs = np.array([s.score for s in scored])
+    result = metrics.evaluate(labels, odds, probs, [s.verdict for s in scored])
+    failures = metrics.failed_bars(result, parsed_bars, parsed_ceilings)
+    spam_sweep = metrics.threshold_sweep(labels, probs, metrics.with_cutoff(metrics.SPAM_CUTOFFS, scoring.spam_cutoff))
+    ham_sweep = metrics.ham_sweep(labels, probs, metrics.with_cutoff(metrics.HAM_CUTOFFS, scoring.ham_cutoff))
+    if as_json:
+        found = report.eval_json(result, scoring, spam_sweep, ham_sweep)
+        if learnt is not None:
+            found["lam_percent"] = online_eval.lam_percent(scored)
+            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
+        click.echo(json.dumps(found))
+    else:
+        out = report.console()
+        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring):
+            out.print(table)
+            out.print()
+        out.print(report.score_histogram(labels, odds))
+        if learnt is not None:
+            rates = online_eval.running_errors(scored)
+            out.print(f"online: {len(scored)} messages in order, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {online_eval.lam_percent(scored):.3f}")
+            out.print(f"error rate along the stream ({len(rates)} stretches): {online_eval.sparkline(rates)} {rates[0]:.1%} -> {rates[-1]:.1%}")
+    for line in failures:
+        click.echo(f"spamnb: fail: {line}", err=True)
+    if failures or bad:
+        ctx.exit(EXIT_PARTIAL)
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb merge -m all.npz laptop.npz server.npz\n  spamnb merge -m all.npz other.npz --messages ~/Mail/Spam --messages ~/Mail/INBOX/cur\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
+@model_option()
+@click.argument("others", nargs=-1, required=True, type=click.Path(), metavar="OTHER_MODEL...")
+@click.option("--prefer", type=click.Choice(["spam", "ham"]), default=None, help="The class to keep for a message learnt as spam in one model and ham in another.")
+@click.option("--messages", multiple=True, type=click.Path(), metavar="SRC", help="Mail holding the messages learnt in more than one model, so that each counts once.")
+@jobs_option
+@quiet_option
+@click.pass_context
+@guarded
+def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: str | None, messages: tuple[str, ...], jobs: int) -> None:
+    """Add the counts of each OTHER_MODEL into MODEL (created when missing).
+
+    A message learnt in several models counts once: give its mail with --messages
+    (the model files keep only its digest, so its counts must be read again).
+    """
+    import os
+
+    from spamnb.mail import sources
+    from spamnb.models import store
+    from spamnb.run import classifier
+    from spamnb.run import merge as merging
+
+    names = [model_path, *others]
+    real = [os.path.realpath(p) for p in names]
+    if len(set(real)) < len(real):
+        raise click.UsageError("a model file is named twice; each can be merged once")
+    parts = [store.load(p) for p in others]
+    with store.locked(model_path, notice=notice):
+        if os.path.exists(model_path):
+            target = store.load(model_path, growable=True)
+        else:
+            target = store.empty_model(parts[0].tokens, parts[0].scoring)
+        items = sources.read_all(messages, target.tokens.max_bytes) if messages else None
+        side = None if prefer is None else classifier.LABEL_CLASS[prefer]
+        merged, result = merging.merge(names, [target, *parts], prefer=side, messages=items, jobs=jobs)
+        store.save(merged, model_path)
+    report_problems(result.problems)
+    if ctx.obj["quiet"]:
+        return
+    done = f"added {result.added} messages from {len(others)} models"
+    if result.counted_once:
+        done += f", {result.counted_once} learnt in more than one counted once"
+    if result.resolved:
+        done += f" ({result.resolved} kept as {prefer})"
+    click.echo(
+        f"{model_path}: {done}; calibration the mean of {result.calibrations} models'; "
+        f"model holds {merged.counts.docs[1]} spam and {merged.counts.docs[0]} ham",
+        err=True,
+    )
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
+@model_option()
+@click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list (of those scoring counts).")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of ln(P / (1 - P)), P the P(spam) the verdict uses; the shares and the rest add up to it.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
+@quiet_option
+@guarded
+def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -> None:
+    """Summarise MODEL, or explain the verdict on a message."""
+    from spamnb.cli import report
+    from spamnb.mail import sources
+    from spamnb.models import store
+    from spamnb.text.tokens import Tokenizer
+
+    model = store.load(model_path, growable=True)
+    out = report.console()
+    if explain_src is None:
+        info = report.summary(model, model_path)
+        info["top"] = report.top_tokens(model, top)
+        if as_json:
+            click.echo(json.dumps(info, ensure_ascii=False))
+            return
+        out.print(report.summary_table(info))
+        out.print(report.token_table("tokens pointing to spam", info["top"]["spam"]))
+        out.print(report.token_table("tokens pointing to ham", info["top"]["ham"]))
+        return
+    tokenize = Tokenizer(model.tokens)
+    for item in sources.noting_empty(explain_src, sources.read_source(explain_src, max_bytes=model.tokens.max_bytes), warn_empty):
+        if isinstance(item, sources.Problem):
+            raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
+        numeric: list[int] | None = [] if model.scoring.meta != "none" else None
+        e = model.explain(tokenize(item.data, numeric), numeric)
+        score = model.scoring.probability(e.log_odds)
+        shown = report.explanation(model, e, top)
+        verdict = model.scoring.verdict(score)
+        if as_json:
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "unknown_tokens": e.unknown, **shown}))
+            continue
+        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}; ln(P / (1 - P)) = {e.logit:+.3f}, the tokens' shares and the rest below ({e.unknown} distinct tokens unknown to the model)")
+        out.print(report.explanation_table(shown))
+
+
+def main() -> None:
+    cli(prog_name="spamnb")

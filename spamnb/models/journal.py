@@ -1,0 +1,350 @@
+"""The journal: messages learnt one at a time, appended beside the model, and the lock
+every change to the model is made under.
+
+Learning one message used to load and rewrite the whole model (0.7 s for 1,000,000
+tokens).  Now its count changes go to `MODEL.journal` as one record, written and
+fsynced under the model's lock, and every reader of the model (`store.load`, the
+pipe's `onemessage`) adds the journal's changes to the model's counts.  Any bulk
+`train` (or `merge`) folds the journal in: it loads the model with it, saves the
+model atomically and removes the journal; a learn that grows the journal past
+`FOLD_SIZE` does the same.
+
+File: a header (`MAGIC`, the identity of the model it applies to, a CRC of both),
+then records (`REC`, payload length, CRC of the payload; the payload one line
+`DIGEST BEFORE AFTER [FEATURES]` then `COUNT TOKEN` lines; FEATURES, the message's
+numeric features joined by commas, where the model scores them: spamnb.bayes.meta).  The identity is a checksum of the
+model's zip directory, which holds every member's CRC: once the model is rewritten
+(a fold), the old journal no longer applies and is ignored, so a reader between the
+fold's rename and the journal's removal never counts a message twice.  A record cut
+short at the end is a learn still being written (or killed before it could succeed):
+readers skip it, the next learner cuts it off.  Any other damage is a ModelError.
+Nothing here imports numpy.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import zlib
+
+from spamnb.bayes import meta
+from spamnb.models.npzview import ModelError
+
+MAGIC = b"SPAMNBJ1"
+HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two
+REC = struct.Struct("<4sII")  # b"JREC", payload length, CRC of the payload
+REC_TAG = b"JREC"
+# Learns go to the journal until it is this large, then it is folded into the model
+# (a fold rewrites the model, so not after every learn).  A message's record is ~3 KB.
+FOLD_SIZE = 64 << 10
+CLASS_CODES = {None: b"-", 0: b"0", 1: b"1"}
+CODE_CLASSES = {v: k for k, v in CLASS_CODES.items()}
+
+
+def journal_path(model_path: str) -> str:
+    return os.path.realpath(model_path) + ".journal"
+
+
+class Entry:
+    """One learn: the message's digest, its class before and after (None: not learnt),
+    its distinct tokens with their counts, and its numeric features (None: not scored)."""
+
+    __slots__ = ("after", "before", "digest", "numeric", "tokens")
+
+    def __init__(self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None = None) -> None:
+        self.digest, self.before, self.after, self.tokens, self.numeric = digest, before, after, tokens, numeric
+
+    def payload(self) -> bytes:
+        first = b"%s %s %s" % (self.digest.hex().encode(), CLASS_CODES[self.before], CLASS_CODES[self.after])
+        if self.numeric is not None:
+            first += b" " + b",".join(b"%d" % v for v in self.numeric)
+        lines = [first, *(b"%d %s" % (n, t.encode("utf-8", "surrogatepass")) for t, n in self.tokens.items())]
+        return b"\n".join(lines)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> Entry:
+        first, *rest = payload.split(b"\n")
+        digest, before, after, *numbers = first.split(b" ")
+        numeric = [int(v) for v in numbers[0].split(b",")] if numbers else None
+        if len(numbers) > 1 or (numeric is not None and len(numeric) != meta.WIDTH - 1):
+            raise ValueError("a record of the wrong form")
+        tokens = {}
+        for line in rest:
+            count, token = line.split(b" ", 1)
+            tokens[token.decode("utf-8", "surrogatepass")] = int(count)
+        if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or min(tokens.values(), default=1) < 1:
+            raise ValueError("a record of the wrong form")
+        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric)
+
+    def changes(self) -> list[tuple[int, int]]:
+        """(class, sign) of each count change: out of the class before, into the class after."""
+        out = [] if self.before is None else [(self.before, -1)]
+        return out + ([] if self.after is None else [(self.after, 1)])
+
+
+class Journal:
+    """What a model's journal changes: `docs` per class, per token (tf ham, tf spam,
+    df ham, df spam), the numeric features' `moments` (spamnb.bayes.meta), and per digest its
+    class now (None: forgotten)."""
+
+    def __init__(self, path: str, size: int = 0) -> None:
+        self.path, self.size, self.good_size = path, size, size
+        self.docs = [0, 0]
+        self.moments = meta.empty_moments()
+        self.tokens: dict[str, list[int]] = {}
+        self.learnt: dict[bytes, int | None] = {}
+        self.entries = 0
+
+    def __bool__(self) -> bool:
+        return self.entries > 0
+
+    def add(self, entry: Entry) -> None:
+        tokens = self.tokens
+        for cls, sign in entry.changes():
+            self.docs[cls] += sign
+            if entry.numeric is not None:
+                meta.add_message(self.moments, cls, entry.numeric, sign)
+            df = 2 + cls
+            for token, n in entry.tokens.items():
+                delta = tokens.get(token)
+                if delta is None:
+                    tokens[token] = delta = [0, 0, 0, 0]
+                delta[cls] += sign * n
+                delta[df] += sign
+        self.learnt[entry.digest] = entry.after
+        self.entries += 1
+
+
+def identity(mm: bytes) -> bytes:
+    """8 bytes that change whenever the model file does: checksums of its zip directory
+    (which holds each member's CRC and size), found from the end-of-directory record."""
+    if len(mm) < 22:
+        return b""
+    start = struct.unpack_from("<L", mm, len(mm) - 6)[0]  # the directory's offset, in the last 22 bytes
+    directory = memoryview(mm)[min(start, len(mm)) :]
+    return struct.pack("<II", zlib.crc32(directory), zlib.adler32(directory))
+
+
+def damaged(path: str, why: str) -> ModelError:
+    return ModelError(f"{path}: damaged spamnb journal ({why}); move it aside to use the model without the messages learnt since it was last folded in")
+
+
+def read(model_path: str, model_identity: bytes) -> Journal:
+    """The journal of the model whose identity is `model_identity`; empty when there is
+    none or it belongs to an earlier version of the model file."""
+    path = journal_path(model_path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return Journal(path)
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the journal ({err.strerror or err})") from err
+    journal = Journal(path, len(data))
+    if len(data) < HEAD.size:
+        if not (MAGIC.startswith(data[:8]) or data[:8].startswith(MAGIC)):
+            raise damaged(path, "not a journal")
+        journal.good_size = 0  # a header still being written
+        return journal
+    magic, ident, crc = HEAD.unpack_from(data)
+    if magic != MAGIC or zlib.crc32(data[:16]) != crc:
+        raise damaged(path, "its header")
+    if ident != model_identity:
+        journal.good_size = 0  # the model was rewritten since: folded in already
+        return journal
+    at = HEAD.size
+    while at < len(data):
+        if len(data) - at < REC.size:
+            break
+        tag, size, crc = REC.unpack_from(data, at)
+        if tag != REC_TAG:
+            raise damaged(path, f"no record at byte {at}")
+        end = at + REC.size + size
+        if end > len(data):
+            break  # being written, or cut short by a crash: never acknowledged
+        payload = data[at + REC.size : end]
+        if zlib.crc32(payload) != crc:
+            if end == len(data):
+                break  # the last record, its bytes not all there yet (see above)
+            raise damaged(path, f"checksum of the record at byte {at}")
+        try:
+            journal.add(Entry.parse(payload))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise damaged(path, f"the record at byte {at}: {err}") from err
+        at = end
+    journal.good_size = at
+    return journal
+
+
+def append(model_path: str, model_identity: bytes, journal: Journal, entries: list[Entry]) -> int:
+    """Write `entries` after the good records of `journal` (read under the lock just
+    before), fsynced; returns the journal's size.  A journal of an earlier model, or a
+    record cut short, is overwritten.  Call under `locked`."""
+    path = journal_path(model_path)
+    if not entries:
+        return journal.good_size
+    head = b""
+    if journal.good_size == 0:
+        head = HEAD.pack(MAGIC, model_identity, zlib.crc32(MAGIC + model_identity))
+    records = []
+    for entry in entries:
+        payload = entry.payload()
+        records.append(REC.pack(REC_TAG, len(payload), zlib.crc32(payload)) + payload)
+    from spamnb.models import ownership
+
+    created = not os.path.exists(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        if created:  # the model's reader reads its journal too: the model's owner and mode
+            ownership.adopt(fd, model_path, ownership.model_stat(model_path))
+        os.ftruncate(fd, journal.good_size)
+        os.lseek(fd, journal.good_size, os.SEEK_SET)
+        data = head + b"".join(records)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException as err:
+        os.close(fd)
+        if created:  # nothing in it yet that counts: no journal (of the wrong owner, say) is left
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if isinstance(err, OSError):
+            # Readers skip a record cut short, and the next learner cuts it off.
+            raise ModelError(f"{path}: cannot write the model's journal ({err.strerror or err}); nothing was learnt") from err
+        raise
+    os.close(fd)
+    if created:
+        fsync_folder(path)
+    return journal.good_size + len(data)
+
+
+def remove(model_path: str) -> None:
+    """After the model was saved with the journal in it (under the lock)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(journal_path(model_path))
+        fsync_folder(journal_path(model_path))
+
+
+def fsync_folder(path: str) -> None:
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def temp_prefix(path: str) -> str:
+    """Temporary files of one model's saves: `.MODEL.spamnb-XXXX.tmp` beside it."""
+    return f".{os.path.basename(path)}.spamnb-"
+
+
+def remove_stale_temporaries(path: str) -> None:
+    """Delete what saves of this model killed part way (kill -9, power loss) left behind.
+
+    Called under the model's lock: no save of this model is under way, so every one
+    of its temporary files is stale.  Other models' files have other prefixes.
+    """
+    folder, prefix = os.path.dirname(path), temp_prefix(path)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+# A learner that has waited this long for the lock says so, once, and names the holder.
+TELL_AFTER = 2.0
+
+
+@contextlib.contextmanager
+def locked(path: str, wait: float | None = None, notice=None):  # -> Iterator[None]; typing is off the learn's start-up
+    """Hold an exclusive lock beside the model, so concurrent learners serialise.
+
+    `wait`: give up (ModelError) after that many seconds; None waits as long as it
+    takes.  `notice(text)` is told once when the lock has been busy for TELL_AFTER
+    seconds.  Under the lock, a model that must not be replaced as it is (read-only,
+    another owner: see `ownership`) is refused before any work is done.
+    """
+    from spamnb.models import ownership
+
+    path = os.path.realpath(path)  # one lock for every symlink to a model
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    fd = open_lock(path, ownership.model_stat(path))
+    try:
+        acquire(fd, path, wait, notice)
+        try:
+            ownership.check_writable(path, ownership.model_stat(path))
+            remove_stale_temporaries(path)
+            yield
+        finally:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def open_lock(path: str, model: os.stat_result | None) -> int:
+    """`MODEL.lock`, opened without following a symlink (one planted there would have the
+    lock made wherever it points), with the model's permissions (ownership.lock_mode)."""
+    import stat
+
+    from spamnb.models import ownership
+
+    lock = path + ".lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, ownership.lock_mode(model))
+    except OSError as err:
+        if os.path.islink(lock):
+            raise ModelError(f"{lock}: the model's lock is a symbolic link; it is not followed (remove it)") from err
+        raise ModelError(f"{lock}: cannot open the model's lock ({err.strerror or err})") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelError(f"{lock}: the model's lock is not a regular file (remove it)")
+        if model is not None and (st.st_uid, st.st_gid) != (model.st_uid, model.st_gid):
+            # A lock root made for a user's model is the user's, or the user could not open it.
+            with contextlib.suppress(OSError):
+                os.fchown(fd, model.st_uid, model.st_gid)
+        if stat.S_IMODE(st.st_mode) != ownership.lock_mode(model):  # the umask may have taken the group's
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, ownership.lock_mode(model))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def acquire(fd: int, path: str, wait: float | None, notice) -> None:
+    import fcntl
+    import time
+
+    start, delay, told = time.monotonic(), 0.005, False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        waited = time.monotonic() - start
+        if wait is not None and waited >= wait:
+            raise ModelError(f"{path}: the model is locked by {lock_holder(fd)}; gave up after waiting {wait:g} s (train --wait)")
+        if not told and waited >= TELL_AFTER and notice is not None:
+            notice(f"{path}: waiting for the model's lock, held by {lock_holder(fd)}")
+            told = True
+        time.sleep(delay if wait is None else min(delay, max(wait - waited, 0.0)))
+        delay = min(delay * 2, 0.1)
+
+
+def lock_holder(fd: int) -> str:
+    """`process PID` holding the flock on `fd`'s file, from /proc/locks where there is one."""
+    st = os.fstat(fd)
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/locks") as locks:
+        for line in locks:
+            fields = line.split()
+            if fields[1] == "FLOCK" and fields[5] == inode and int(fields[4]) != os.getpid():
+                return f"process {int(fields[4])}"
+    return "another process"

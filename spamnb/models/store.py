@@ -1,0 +1,436 @@
+"""The model file: an `.npz` of plain arrays, saved atomically under a lock.
+
+Arrays (V tokens, M learnt messages):
+  format, version   "spamnb-model", format version
+  tokens            uint8: the tokens, UTF-8, sorted, joined by newlines
+  offsets           (V+1,) uint32: where each token starts in `tokens` (last: its length + 1);
+                    optional (computed when absent), so that opening a model reads no vocabulary
+  tf, df            (2, V) the smallest of uint8/16/32/64 that holds them: token occurrences /
+                    messages holding it; rows ham, spam
+  docs              (2,) int64: messages learnt per class
+  weighted          (2, V) as tf, only with a TF-IDF weighting or length norm (nb.Weighting): per
+                    class and token the sum of the learnt messages' transformed frequencies, in
+                    units of 1 / nb.WEIGHT_SCALE
+  weighted_totals   (2, 2) float64 beside it: per class the sums over the vocabulary that the
+                    one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
+  settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
+  learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
+  meta              (2, W, W) int64: the numeric features' moments per class (spamnb.bayes.meta);
+                    only in a model that scores them (scoring's "meta")
+Nothing is pickled: loading never executes code.  Members are stored uncompressed,
+so that `load(path, scoring_only=True)` maps the file and reads only the pages a
+message's tokens touch: scoring one message costs nearly the same with 10,000 or
+1,000,000 tokens.  Deflated, a model would be a third of the size but take longer to
+load whole, and lose the mapping.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import mmap
+import os
+import re
+import zlib
+from typing import BinaryIO
+
+import numpy as np
+
+from spamnb.bayes import events, nb
+from spamnb.bayes.features import SortedTokens, Vocabulary, token_offsets
+from spamnb.models import journal, modelcheck, ownership
+from spamnb.models.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
+from spamnb.models.model import Model, Scoring
+from spamnb.models.npzview import (  # Member and default_path: this module's names before they moved
+    FORMAT,
+    LOCAL_HEADER,
+    REQUIRED,
+    VERSION,
+    Member,  # noqa: F401
+    ModelError,
+    default_path,  # noqa: F401
+    open_model,
+    zip_directory,
+)
+from spamnb.text.tokens import TokenSettings
+
+
+def smallest_uint(a: np.ndarray) -> np.ndarray:
+    top = int(a.max()) if a.size else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return a.astype(dtype)
+    return a.astype(np.uint64)
+
+
+def to_arrays(model: Model) -> dict[str, np.ndarray]:
+    vocab = model.vocab
+    counts = model.counts
+    if model.scoring_only:
+        raise ValueError("a model opened for scoring only cannot be saved")
+    if not isinstance(vocab, SortedTokens):
+        blob, order = vocab.sorted_blob()
+        counts = counts.take(order)
+    else:
+        blob = vocab.data()
+    tf, df = counts.tf, counts.df
+    digests = sorted(model.learnt.items())
+    numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
+    weighted = {}
+    if counts.weighted is not None:
+        event = model.scoring.event_model()
+        assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
+        weighted = {"weighted": smallest_uint(counts.weighted), "weighted_totals": event.vocabulary_sums(counts)}
+    return {
+        **weighted,
+        "format": np.array(FORMAT),
+        "version": np.array(VERSION),
+        "tokens": np.frombuffer(blob, dtype=np.uint8),
+        "offsets": token_offsets(blob),
+        "tf": smallest_uint(tf),
+        "df": smallest_uint(df),
+        "docs": counts.docs.astype(np.int64),
+        "settings": np.array(model.tokens.to_json()),
+        "scoring": np.array(model.scoring.to_json()),
+        "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
+        "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
+        **numeric,
+    }
+
+
+def save(model: Model, path: str) -> None:
+    """Write to a temporary file beside `path`, fsync it, rename it over, fsync the folder."""
+    path = os.path.realpath(path)  # a symlinked model is updated, not replaced by a file
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    import tempfile
+
+    old = ownership.model_stat(path)
+    ownership.check_writable(path, old)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            ownership.adopt(out.fileno(), path, old)  # before the data: a refusal costs no write
+            write_npz(out, to_arrays(model))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        # ENOSPC says no file: name both.
+        raise ModelError(f"{path}: cannot save the model ({err.strerror or err}, writing {tmp}); the model is as it was") from err
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    journal.remove(path)  # its changes are in the model now, renamed into place for good (saves are under the lock)
+
+
+def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """An uncompressed `.npz` that refuses object arrays.
+
+    `np.savez` of older NumPy releases that pyproject allows (1.25's, for one) has no
+    `allow_pickle`: it would store the flag as one more array and pickle objects.
+    """
+    import zipfile  # off the pipe's start-up (see zip_directory)
+
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
+def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model:
+    """Read and validate a model file.
+
+    Without `growable` the vocabulary stays a sorted blob (fast to open, for scoring);
+    with it the vocabulary becomes a dictionary that training can extend.  With
+    `scoring_only` the file is mapped, not read: counts are read-only views, the
+    learnt digests are left unread, and the model cannot be saved (the pipe path).
+    Either way every header is checked before any data is read (see modelcheck).
+    """
+    if scoring_only and not growable:
+        try:
+            mapped = load_mapped(path)
+        except ModelError:
+            raise
+        except Exception:  # noqa: BLE001 - anything unusual: the full loader decides (and names the error)
+            mapped = None
+        if mapped is not None:
+            return mapped
+    import zipfile  # off the pipe's start-up (see zip_directory)
+
+    try:
+        with open_model(path) as file:
+            ident = file_identity(file)
+            arrays = read_arrays(path, file)
+    except ModelError:
+        raise
+    except (ValueError, TypeError, KeyError, EOFError, MemoryError, RecursionError, NotImplementedError, RuntimeError, zipfile.BadZipFile) as err:
+        # zipfile raises NotImplementedError for an unknown compression method, RuntimeError for encryption.
+        raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the model ({err.strerror or err})") from err
+    return with_journal(from_arrays(arrays, path, growable), path, ident)
+
+
+def file_identity(file: BinaryIO) -> bytes:
+    """journal.identity of an open model file (b"" for one that cannot be mapped, e.g. empty)."""
+    try:
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return journal.identity(mm)
+    except (OSError, ValueError):
+        return b""
+
+
+def with_journal(model: Model, path: str, ident: bytes) -> Model:
+    """The model with the changes of its journal (spamnb.models.journal) added: counts of the
+    tokens it learnt or forgot (new ones join the vocabulary), messages, digests."""
+    changes = journal.read(path, ident)
+    if not changes:
+        return model
+    vocab = model.learnable()
+    cols = np.asarray(vocab.grow(list(changes.tokens)), dtype=np.int64)
+    counts = model.counts
+    counts.grow(len(vocab))
+    if cols.size:
+        delta = np.array(list(changes.tokens.values()), dtype=np.int64).reshape(-1, 4)
+        for cls in (nb.HAM, nb.SPAM):
+            # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
+            counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
+            counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
+    counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)
+    model.moments = model.moments + np.array(changes.moments, dtype=np.int64)
+    for digest, cls in changes.learnt.items():
+        if cls is None:
+            model.learnt.pop(digest, None)
+        else:
+            model.learnt[digest] = cls
+    return model
+
+
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
+    """The model's arrays, each header checked before its data is read or inflated."""
+    import zipfile
+
+    head = file.read(64)
+    if head.startswith(NPY_MAGIC):
+        raise ModelError(f"{path}: not a spamnb model (a single array, not an .npz archive)")
+    if head[:4] not in ZIP_MAGIC:
+        # `-m ~/Mail/archive.mbox`: say what it seems to be
+        mail = head.startswith(b"From ") or re.match(rb"[!-9;-~]+:", head)
+        raise ModelError(f"{path}: not a spamnb model ({'it holds mail, ' if mail else ''}not a zip archive)")
+    file.seek(0)
+    file_size = os.fstat(file.fileno()).st_size
+    with zipfile.ZipFile(file) as archive:
+        entries = {info.filename: info for info in archive.infolist()}
+        check_expansion(path, list(entries.values()))
+        missing = [k for k in REQUIRED if f"{k}.npy" not in entries]
+        if missing:
+            raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
+        names = [k for k in (*REQUIRED, *OPTIONAL) if f"{k}.npy" in entries]
+
+        def member(name: str) -> tuple[BinaryIO, modelcheck.Header]:
+            stream = archive.open(entries[f"{name}.npy"])
+            try:
+                return stream, modelcheck.read_header(stream, entries[f"{name}.npy"].file_size)
+            except BaseException:
+                stream.close()
+                raise
+
+        def read(name: str, header: modelcheck.Header, stream: BinaryIO) -> np.ndarray:
+            data = stream.read(header.nbytes)
+            if len(data) != header.nbytes or stream.read(1):
+                raise ValueError(f"{name} holds other than the {header.nbytes:,} bytes it declares")
+            count = math.prod(header.shape)
+            flat = np.frombuffer(data, dtype=header.dtype, count=count) if count else np.zeros(0, header.dtype)
+            return flat.reshape(header.shape, order="F" if header.fortran else "C")
+
+        # Format and version first: another version's layout may differ, and deserves "retrain".
+        identity = {}
+        for name in ("format", "version"):
+            stream, header = member(name)
+            with stream:
+                try:
+                    modelcheck.check_member(name, header)
+                except ValueError as err:
+                    raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+                identity[name] = read(name, header, stream)
+        check_identity(path, identity["format"], identity["version"])
+        headers, streams = {}, {}
+        try:
+            for name in names:
+                streams[name], headers[name] = member(name)
+            try:
+                modelcheck.check_headers(headers)
+            except ValueError as err:
+                raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+            try:
+                modelcheck.check_budget(headers, file_size)
+            except ValueError as err:
+                raise ModelError(f"{path}: not a spamnb model ({err})") from err
+            return {name: read(name, headers[name], streams[name]) for name in names}
+        finally:
+            for stream in streams.values():
+                stream.close()
+
+
+# We store members uncompressed; a foreign file may compress them, but one that would
+# inflate past this size at more than this ratio is a zip bomb, refused unread.
+# (modelcheck.check_budget bounds the whole load by the file's size.)
+MAX_INFLATED = 1 << 24
+MAX_RATIO = 50
+
+
+def check_expansion(path: str, members: list) -> None:
+    """No member of the archive inflates to MAX_RATIO times its size and more than MAX_INFLATED bytes."""
+    for info in members:
+        if info.file_size > MAX_INFLATED and info.file_size > MAX_RATIO * info.compress_size:
+            raise ModelError(f"{path}: not a spamnb model ({info.filename} would inflate {info.compress_size:,} bytes to {info.file_size:,})")
+
+
+def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
+    """The file says it is a spamnb model of the version this code reads."""
+    if str(fmt[()]) != FORMAT:
+        raise ModelError(f"{path}: not a spamnb model (format {str(fmt[()])[:40]!r})")
+    if int(version[()]) != VERSION:
+        raise ModelError(f"{path}: model format version {int(version[()])}, this spamnb reads version {VERSION}; retrain")
+
+
+def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
+    """The model of arrays whose headers were checked (modelcheck.check_headers)."""
+    try:
+        blob = a["tokens"].tobytes()
+        modelcheck.check_values(a, len(blob))
+        vocab = SortedTokens(blob, a.get("offsets"))
+        if len(vocab) != a["tf"].shape[1]:
+            raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
+        learnt, learnt_class = a["learnt"], a["learnt_class"]
+        scoring = Scoring.from_json(str(a["scoring"][()]))
+        model = Model(
+            tokens=TokenSettings.from_json(str(a["settings"][()])),
+            scoring=scoring,
+            vocab=vocab,
+            counts=counts_of(a, scoring, np.int64),
+            learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
+            moments=moments_of(a, scoring),
+        )
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
+    if growable:
+        model.growable()
+    return model
+
+
+def moments_of(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
+    """The numeric features' moments (a model without them: None, that is none learnt);
+    saved exactly when the scoring has them, so either without the other is damage."""
+    if (scoring.meta != "none") != ("meta" in a):
+        raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
+    return a["meta"].astype(np.int64) if "meta" in a else None
+
+
+# Members a model file may lack: the offsets (computed when absent) and the weighted sums
+# of a model without a weighting, the numeric features' moments of one without --meta.
+OPTIONAL = ("offsets", "weighted", "meta")
+
+
+def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:
+    """The counts of a model file's arrays (as stored, or widened to `dtype`), the weighted
+    sums with them exactly when its scoring weights."""
+    weighting = scoring.weighting()
+    if bool(weighting) != ("weighted" in a):
+        raise ValueError("weighted sums without a weighting" if "weighted" in a else "a weighting without its weighted sums")
+    tf, df = (a[k] if dtype is None else a[k].astype(dtype) for k in ("tf", "df"))
+    weighted = a.get("weighted")
+    if weighted is not None and dtype is not None:
+        weighted = weighted.astype(dtype)
+    return nb.Counts(a["docs"].astype(np.int64), tf, df, weighted, weighting)
+
+
+def describe(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return "settings nested too deeply"
+    return str(err)
+
+
+def load_mapped(path: str) -> Model | None:
+    """The model for scoring, from a memory map of the file; None when the file is not plain.
+
+    Reads the zip directory and the small arrays; the token blob, offsets and counts
+    stay in the page cache and are touched only where a lookup goes.  Headers, shapes
+    and values are checked as `load` checks them; anything unexpected (a compressed
+    member, an old file without offsets, signed counts) returns None for the full loader.
+    """
+    with open_model(path) as file:
+        mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        directory = zip_directory(mm)
+        if journal.read(path, journal.identity(mm)):
+            return None  # the full loader adds the journal's changes to copies of the counts
+        names = [*REQUIRED, "offsets"]
+        if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
+            return None
+        names += [k for k in OPTIONAL if k != "offsets" and f"{k}.npy" in directory]
+        if not all(directory[f"{k}.npy"].stored for k in names):
+            return None
+        headers, data_at = {}, {}
+        for k in names:
+            info = directory[f"{k}.npy"]
+            fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
+            if fields[0] != b"PK\x03\x04":
+                return None
+            start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
+            if start + info.size > len(mm):
+                raise ModelError(f"{path}: damaged spamnb model ({k} runs past the end of the file)")
+            # A damaged file must fail, not score: every member's checksum is checked.
+            if zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
+                raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
+            file.seek(start)
+            try:
+                headers[k] = modelcheck.read_header(file, info.size)
+            except ValueError:
+                return None  # an .npy header numpy reads another way: the full loader decides
+            data_at[k] = start + headers[k].data_at
+
+    def array(k: str) -> np.ndarray:
+        h = headers[k]
+        count = math.prod(h.shape)
+        if count == 0:
+            return np.zeros(h.shape, dtype=h.dtype)
+        # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
+        return np.frombuffer(mm, dtype=h.dtype, count=count, offset=data_at[k]).reshape(h.shape, order="F" if h.fortran else "C")
+
+    try:
+        for k in ("format", "version"):
+            modelcheck.check_member(k, headers[k])
+        check_identity(path, array("format"), array("version"))
+        modelcheck.check_headers(headers)
+        if any(headers[k].dtype.kind != "u" for k in ("tf", "df", "weighted") if k in headers):
+            return None  # signed counts: the full loader checks every one
+        arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
+        blob_size = headers["tokens"].shape[0]
+        modelcheck.check_values(arrays, blob_size)
+        scoring = Scoring.from_json(str(arrays["scoring"][()]))
+        return Model(
+            tokens=TokenSettings.from_json(str(arrays["settings"][()])),
+            scoring=scoring,
+            vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
+            counts=counts_of(arrays, scoring),
+            scoring_only=True,
+            moments=moments_of(arrays, scoring),
+        )
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
+
+
+def empty_model(tokens: TokenSettings, scoring: Scoring) -> Model:
+    return Model(tokens=tokens, scoring=scoring, vocab=Vocabulary())

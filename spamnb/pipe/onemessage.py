@@ -1,0 +1,690 @@
+"""One message scored without numpy: what `classify --pipe` runs once per mail.
+
+The same log-odds as batch classify (`nb.EventModel.log_odds` over the whole model), to
+rounding: the message's few hundred distinct tokens are looked up in the mapped model
+file (`npzview`, `sortedtokens`) and scored in plain floats, Fisher by field (the
+chi-square tails summed in logs as `chi2.log_chi2_tails` sums them), multinomial,
+Bernoulli and complement as the dot product of their weights.  A bare interpreter with
+numpy imported was most of a piped message's time.
+"""
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_right
+from collections import Counter, namedtuple
+
+from spamnb.bayes import meta
+from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
+from spamnb.models import journal, npzview
+from spamnb.models.npzview import ModelError
+from spamnb.text.tokens import TokenSettings, field_numbers
+
+# `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+HAM, SPAM = 0, 1
+CLASSES = ("ham", "spam")
+# The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
+# holds these equal to theirs).
+DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01, "complement": 0.01}
+DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10, "complement": 10}
+FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
+MULTINOMIAL_BOOLEAN = True
+COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINOMIAL_BOOLEAN)
+DUPLICATE_STEP = (11, 10)
+# model.Scoring's weighting settings as they are when off (nb.Weighting).
+WEIGHTING = {"tf": "presence", "idf": False, "length_norm": "none"}
+UNWEIGHTED = ("presence", False, "none")
+WEIGHT_SCALE = 1 << 32  # nb.WEIGHT_SCALE
+
+
+def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
+    """nb.bucket_edges as a list."""
+    a, b = step
+    num, den, edges = 1, 1, [1]
+    while edges[-1] < top:
+        num, den = num * a, den * b
+        edge = -(-num // den)
+        if edge > edges[-1]:
+            edges.append(edge)
+    return edges
+
+
+EDGES = bucket_edges()
+_BUCKETS: dict[int, int] = {}
+
+
+def bucket(count: int) -> int:
+    """nb.count_buckets of one count."""
+    found = _BUCKETS.get(count)
+    if found is None:
+        found = _BUCKETS[count] = bisect_right(EDGES, count)
+    return found
+
+
+class Scoring:
+    """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
+
+    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "meta_weight", "spam_cutoff", "spam_floor", "weighting")
+
+    def __init__(
+        self,
+        event: str,
+        alpha: float,
+        spam_cutoff: float,
+        ham_cutoff: float,
+        calibration: tuple[float, float],
+        spam_floor: float = 0.0,
+        weighting: tuple[str, bool, str] = UNWEIGHTED,
+        meta: str = "none",
+        meta_weight: float = 1.0,
+    ) -> None:
+        self.event, self.alpha, self.calibration = event, alpha, calibration
+        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
+        self.weighting = weighting  # (tf, idf, length norm), as nb.Weighting
+        self.meta, self.meta_weight = meta, meta_weight
+
+    @classmethod
+    def from_json(cls, text: str) -> Scoring:
+        data = json.loads(text)
+        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta", "meta_weight", *WEIGHTING}
+        if not isinstance(data, dict) or unknown:
+            raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
+        event = data.get("event", "fisher")
+        if event not in DEFAULT_ALPHA:
+            raise ValueError(f"unknown event model {event!r}; choose from {', '.join(DEFAULT_ALPHA)}")
+        alpha = data.get("alpha")
+        alpha = DEFAULT_ALPHA[event] if alpha is None else float(alpha)
+        spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
+        a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
+        floor = float(data.get("spam_floor", 0.0))
+        kind, weight = data.get("meta", "none"), float(data.get("meta_weight", 1.0))
+        if kind not in meta.KINDS:
+            raise ValueError(f"unknown --meta {kind!r}; choose from {', '.join(meta.KINDS)}")
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"the numeric features' weight must be finite and not negative, not {weight}")
+        if not alpha > 0:
+            raise ValueError(f"alpha must be positive, not {alpha}")
+        if not 0.0 <= ham <= spam <= 1.0:
+            raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {ham}, {spam}")
+        if not (math.isfinite(a) and math.isfinite(b) and a > 0):
+            raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"the spam floor is a probability, not {floor}")
+        tf, idf, norm = (data.get(k, default) for k, default in WEIGHTING.items())
+        if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
+            raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
+        weighting = (tf, bool(idf), norm)
+        if weighting != UNWEIGHTED and event not in ("multinomial", "complement"):
+            raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models (multinomial, complement), not {event}")
+        return cls(event, alpha, spam, ham, (a, b), floor, weighting, kind, weight)
+
+    def probability(self, log_odds: float) -> float:
+        """Calibrated P(spam), as model.Scoring.probability."""
+        a, b = self.calibration
+        z = a * log_odds + b
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1.0 + e)
+
+    def verdict(self, score: float) -> str:
+        return "spam" if score >= self.spam_cutoff and score > self.spam_floor else "ham" if score <= self.ham_cutoff else "unsure"
+
+
+class Counts2:
+    """A (2, V) count array as stored, indexed [class][column] through `at`."""
+
+    def __init__(self, array: npzview.Array) -> None:
+        self.items = array.items()
+        self.fortran, self.n = array.fortran, array.shape[1]
+
+    def at(self, cls: int, col: int) -> int:
+        return self.items[2 * col + cls] if self.fortran else self.items[cls * self.n + col]
+
+    def row(self, cls: int) -> memoryview | list:
+        """All of one class's counts (a strided view: no copy)."""
+        return self.items[cls :: 2] if self.fortran else self.items[cls * self.n : (cls + 1) * self.n]
+
+
+class OneModel:
+    """A model file opened to score single messages: mapped, validated, nothing read whole."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets", "weighted", "weighted_totals", "meta"))
+        try:
+            floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
+            if floats:
+                raise ValueError(f"{floats[0]} holds floats")  # npzview reads them only for the vocabulary's sums
+            fmt = a["format"].text()
+            if fmt != npzview.FORMAT:
+                raise ModelError(f"{path}: not a spamnb model (format {fmt[:40]!r})")
+            version = a["version"].scalar()
+            if version != npzview.VERSION:
+                raise ModelError(f"{path}: model format version {version}, this spamnb reads version {npzview.VERSION}; retrain")
+            blob = a["tokens"]
+            if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
+                raise ValueError("tokens not bytes")
+            offsets = a["offsets"].items() if "offsets" in a else blob_offsets(blob.data.tobytes())
+            if len(offsets) < 1 or offsets[0] not in (0, 1) or offsets[-1] != blob.shape[0] + 1:
+                raise ValueError("token offsets do not fit the token blob")
+            self.vocab = SortedTokens(self._mm, offsets, base=blob.offset, size=blob.shape[0])  # type: ignore[arg-type]
+            n = len(self.vocab)
+            tf, df, docs = a["tf"], a["df"], a["docs"]
+            if tf.shape != (2, n) or df.shape != tf.shape or docs.shape != (2,):
+                raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {n} tokens")
+            if tf.kind != "u" or df.kind != "u":
+                raise ValueError("negative or signed counts")
+            learnt, learnt_class = a["learnt"].shape, a["learnt_class"].shape
+            if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
+                raise ValueError("learnt digests of the wrong shape")
+            self.tf, self.df = Counts2(tf), Counts2(df)
+            self.docs = [int(d) for d in docs.items()]
+            if min(self.docs) < 0:
+                raise ValueError("negative counts")
+            self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
+            self.tokens = TokenSettings.from_json(a["settings"].text())
+            self.scoring = Scoring.from_json(a["scoring"].text())
+            self.weighted = self.weighted_sums(a, n) if self.scoring.weighting != UNWEIGHTED else None
+            if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
+                raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
+            self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
+            meta.Gaussians("gda", self.base_moments)  # checked as modelcheck checks them
+        except ModelError:
+            raise
+        except RecursionError as err:
+            raise ModelError(f"{path}: damaged spamnb model (settings nested too deeply)") from err
+        except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
+            raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+        self.identity = journal.identity(self._mm)
+        # Messages learnt since the model was last written (spamnb.models.journal): their counts are added.
+        self.journal = journal.read(path, self.identity)
+        if self.weighted is not None and self.journal:
+            raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
+        self.base_docs = self.docs
+        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        self.n_features = n
+        self._gaussians: meta.Gaussians | None = None
+        self._linear: Linear | None = None
+        # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
+        self._now: dict[str, list[int]] = {}
+        self._clamped: set[str] = set()  # tokens whose counts the journal would take below zero
+        self._update_now(list(self.journal.tokens))
+        if not self.n_features and not self._clamped:
+            # An empty model: the journal's counts are the counts (learns only add to them).
+            self._now = self.journal.tokens
+
+    def weighted_sums(self, a: dict[str, npzview.Array], n: int) -> tuple[Counts2, list[list[float]]]:
+        """A weighted model's per-token sums (store.to_arrays' `weighted`) and their sums over the
+        vocabulary ([total, sum of log(sum + alpha)] per class, `weighted_totals`)."""
+        if "weighted" not in a or "weighted_totals" not in a:
+            raise npzview.NotPlain(self.path)  # numpy's loader says what is missing
+        weighted, totals = a["weighted"], a["weighted_totals"]
+        if weighted.shape != (2, n) or totals.shape != (2, 2):
+            raise ValueError(f"weighted sums of shapes {weighted.shape}, {totals.shape}")
+        if weighted.kind != "u" or totals.kind != "f":
+            raise ValueError(f"weighted sums stored as {'signed numbers' if weighted.kind == 'i' else 'the wrong kind'}")
+        t = list(totals.items())
+        if not all(math.isfinite(v) for v in t):
+            raise ValueError("weighted sums not finite")
+        rows = [t[0:2], t[2:4]] if not totals.fortran else [t[0::2], t[1::2]]
+        if min(rows[HAM][0], rows[SPAM][0]) < 0:
+            raise ValueError("negative weighted sums")  # sums of counts: scoring would take a log of one
+        return Counts2(weighted), rows
+
+    def base_counts(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts in the model file (tf ham, tf spam, df ham, df spam, and for a
+        weighted model its weighted sums ham, spam); None for one it lacks."""
+        if not self.n_features:
+            return [None] * len(names)
+        tf, df = self.tf, self.df
+        try:
+            cols = self.vocab.lookup(names)
+        except ValueError as err:  # sortedtokens.OffsetError
+            raise ModelError(f"{self.path}: damaged spamnb model ({err})") from err
+        if self.weighted is not None:
+            w = self.weighted[0]
+            return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col), w.at(HAM, col), w.at(SPAM, col)] if col >= 0 else None for col in cols]
+        return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
+
+    def _update_now(self, names: list[str]) -> None:
+        changes, now = self.journal.tokens, self._now
+        for name, base in zip(names, self.base_counts(names), strict=True):
+            raw = changes[name] if base is None else [c + d for c, d in zip(base, changes[name], strict=True)]
+            if min(raw) < 0:
+                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
+                self._clamped.add(name)
+                raw = [max(c, 0) for c in raw]
+            now[name] = list(raw)
+
+    def counts_of(self, names: list[str]) -> list[list[int] | None]:
+        """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
+        None for a token neither the model nor its journal knows."""
+        now = self._now
+        if not now:
+            return self.base_counts(names)
+        if not self.n_features:
+            return list(map(now.get, names))  # the journal's counts are all there is
+        rest = [name for name in names if name not in now]
+        found = dict(zip(rest, self.base_counts(rest), strict=True))
+        return [now[name] if name in now else found[name] for name in names]
+
+    def learnt_class(self, digest: bytes) -> int | None:
+        """The class a message of this digest was learnt as (None: never), journal first."""
+        if digest in self.journal.learnt:
+            return self.journal.learnt[digest]
+        mm, at, lo, hi = self._mm, self._learnt_at, 0, len(self._learnt_class)
+        while lo < hi:  # the digests are saved sorted
+            mid = (lo + hi) >> 1
+            if mm[at + 16 * mid : at + 16 * mid + 16] < digest:
+                lo = mid + 1
+            else:
+                hi = mid
+        return int(self._learnt_class[lo]) if lo < len(self._learnt_class) and mm[at + 16 * lo : at + 16 * lo + 16] == digest else None
+
+    def check_trained(self) -> None:
+        missing = [CLASSES[c] for c in (HAM, SPAM) if self.docs[c] == 0]
+        if missing:
+            raise ModelError(f"{self.path}: the model has no {' and no '.join(missing)} messages yet: train it on both classes")
+
+    def log_odds_of(self, distinct: Counter[str], shares: list[float] | None = None, numeric: list[int] | None = None) -> float:
+        """The log-odds of a message of these distinct tokens (with their counts) under the
+        model, as batch classify scores it; `shares` (zeros, one per distinct token): filled
+        with each token's share of it (nb.EventModel.explain); `numeric`: the message's
+        numeric features, where the model scores them (spamnb.bayes.meta)."""
+        self.check_trained()
+        names = list(distinct)
+        counts = self.counts_of(names)
+        if self.scoring.event == "fisher":
+            text = self.fisher(names, counts, shares)
+        else:
+            text = self.linear(counts, list(distinct.values()), shares)
+        return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
+
+    def log_ratio(self, numeric: list[int]) -> float:
+        """The numeric features' log-ratio (spamnb.bayes.meta), unweighted, the journal's moments added."""
+        if self._gaussians is None:
+            moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
+            self._gaussians = meta.Gaussians(self.scoring.meta, moments)
+        return self._gaussians.log_ratio(numeric)
+
+    @staticmethod
+    def shares(counts: list[list[int]], least: int) -> list[float]:
+        """Per entry, 1/k where k entries share its duplicate key (nb.duplicate_shares)."""
+        keys = []
+        for c in counts:
+            h, s = c[2], c[3]
+            keys.append((bucket(h), bucket(s)) if least > 0 and h + s >= least else None)
+        sizes = Counter(k for k in keys if k is not None)
+        return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
+
+    def fisher(self, names: list[str], counts: list[list[int] | None], shares: list[float] | None = None) -> float:
+        """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds).
+
+        Summed per field as it goes (`eval --online` scores thousands of messages): each
+        field's weight and weighted ln f and ln(1 - f), then its tests scale its sums.
+        `shares`: see `log_odds_of`.
+        """
+        alpha, x, least = self.scoring.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
+        ln_x, ln_not_x = math.log(x), math.log1p(-x)
+        per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
+        known = []  # (token's place, df ham, df spam, field, duplicate key)
+        sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (nb.duplicate_shares)
+        buckets = _BUCKETS  # memo of `bucket` (a count of 0, bucket 0, falls through to it and gets 0)
+        for i, (c, field) in enumerate(zip(counts, field_numbers(names), strict=True)):
+            if field < 0:
+                continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
+            if c is None:  # unknown: neutral evidence f = x (events.Fisher)
+                sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
+                sums[0] += 1.0
+                sums[1] += ln_x
+                sums[2] += ln_not_x
+                continue
+            h, s = c[2], c[3]
+            if least > 0 and h + s >= least:
+                key = (buckets.get(h) or bucket(h), buckets.get(s) or bucket(s))
+                sizes[key] = sizes.get(key, 0) + 1
+            else:
+                key = None
+            known.append((i, h, s, field, key))
+        docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
+        rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)
+        entries = []  # (token's place, weight, field, (ln f, ln(1 - f))), for `shares`
+        for i, h, s, field, key in known:
+            row = rows.get((h, s))
+            if row is None:
+                n = h + s
+                if n > 0:
+                    share_h, share_s = h / docs_h, s / docs_s
+                    f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
+                    row = rows[(h, s)] = (math.log(f), math.log1p(-f))
+                else:  # learnt, then forgotten
+                    row = rows[(h, s)] = (ln_x, ln_not_x)
+            w = 1.0 if key is None else 1.0 / sizes[key]
+            sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
+            sums[0] += w
+            sums[1] += w * row[0]
+            sums[2] += w * row[1]
+            if shares is not None:
+                entries.append((i, w, field, row))
+        plain_n = plain0 = plain1 = scaled0 = scaled1 = tests = 0.0
+        factors = {}  # field -> its tests per token
+        for field, (weight, sum0, sum1) in per_field.items():
+            plain_n += weight
+            plain0 += sum0
+            plain1 += sum1
+            if weight > 0:
+                t = float(max(round(FISHER_INDEPENDENCE * weight**FISHER_POWER), 1))
+                factors[field] = t / weight
+                scaled0 += t / weight * sum0
+                scaled1 += t / weight * sum1
+                tests += t
+        n = round(tests)
+        if n == 0:
+            return 0.0
+        out = chi_square(scaled0, scaled1, n) + FISHER_MEAN_WEIGHT * (plain0 - plain1) / max(plain_n, 1.0)
+        if shares is not None:
+            fisher_shares(shares, entries, factors, n, plain_n)
+        return out
+
+    def linear(self, counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None = None) -> float:
+        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli, events.Complement);
+        `shares`: see `log_odds_of`."""
+        event, alpha = self.scoring.event, self.scoring.alpha
+        known = [i for i, c in enumerate(counts) if c is not None]
+        weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
+        docs = self.docs
+        b = (math.log(docs[SPAM]) - math.log(sum(docs))) - (math.log(docs[HAM]) - math.log(sum(docs)))
+        if event == "bernoulli":
+            denom = [d + 2 * alpha for d in docs]
+
+            def per_class(cls: int, d: int) -> float:
+                return (math.log(d + alpha) - math.log(denom[cls])) - (math.log(denom[cls] - d - alpha) - math.log(denom[cls]))
+
+            absent = self.class_sums("bernoulli")
+            b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
+            terms = [w * (per_class(SPAM, counts[i][3]) - per_class(HAM, counts[i][2])) for w, i in zip(weights, known, strict=True)]  # type: ignore[index]
+        else:
+            pairs, x, totals, logs = self.occurrences(counts, occurrences, known) if self.weighted is None else self.weighted_occurrences(counts, occurrences, known)
+            size = self.vocabulary_size()
+            if event == "multinomial":
+                t = [total + alpha * size for total in totals]
+
+                def weight(p: tuple[float, float]) -> float:
+                    return (math.log(p[SPAM] + alpha) - math.log(t[SPAM])) - (math.log(p[HAM] + alpha) - math.log(t[HAM]))
+
+            else:  # complement: no prior
+                b, weight = 0.0, self.complement_weight(totals, logs())  # type: ignore[assignment, operator]
+            terms = [xi * w * weight(p) for xi, w, p in zip(x, weights, pairs, strict=True)]
+        if shares is not None:
+            for i, term in zip(known, terms, strict=True):
+                shares[i] = term
+        return sum(terms) + b
+
+    def occurrences(self, counts: list[list[int] | None], occurrences: list[int], known: list[int]) -> tuple[list, list[float], list[float], object]:
+        """What events.Occurrences counts of each known token (ham, spam), the message's x, the
+        class totals of those counts, and (a function for) their sums of log(count + alpha)."""
+        at = 2 if MULTINOMIAL_BOOLEAN else 0  # message frequencies, or token occurrences
+        pairs = [(counts[i][at], counts[i][at + 1]) for i in known]  # type: ignore[index]
+        x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
+        return pairs, x, self.class_sums("multinomial"), lambda: self.class_sums("complement")
+
+    def weighted_occurrences(self, counts: list[list[int] | None], occurrences: list[int], known: list[int]) -> tuple[list, list[float], list[float], object]:
+        """As `occurrences` under a weighting (nb.Weighting): each token's weighted sums times its
+        idf, and the message's transformed frequencies times the idf; the vocabulary's sums
+        as the model file holds them (`weighted_totals`)."""
+        tf, idf, norm = self.scoring.weighting
+        g = [math.log1p(k) if tf == "log" else 1.0 for k in occurrences]
+        if norm == "l2":
+            length = math.sqrt(math.fsum(v * v for v in g))
+            g = [v / length for v in g]
+        n = sum(self.docs)
+        pairs, x = [], []
+        for i in known:
+            c = counts[i]
+            f = math.log((1.0 + n) / (1.0 + c[2] + c[3])) + 1.0 if idf else 1.0  # type: ignore[index]
+            pairs.append((f * (c[4] / WEIGHT_SCALE), f * (c[5] / WEIGHT_SCALE)))  # type: ignore[index]
+            x.append(g[i] * f)
+        totals = self.weighted[1]  # type: ignore[index]
+        return pairs, x, [totals[HAM][0], totals[SPAM][0]], lambda: [totals[HAM][1], totals[SPAM][1]]
+
+    def complement_weight(self, row_totals: list[float], logs: list[float]) -> object:
+        """events.Complement's weight of a token from its counts (ham, spam), given the class
+        totals of those counts and their sums of log(count + alpha)."""
+        alpha, size = self.scoring.alpha, self.vocabulary_size()
+        # Class c's weights come from the other class's counts: its total, and (norm) the
+        # sum over the vocabulary of its logged shares.
+        totals = [row_totals[SPAM] + alpha * size, row_totals[HAM] + alpha * size]
+        sums = [logs[SPAM] - size * math.log(totals[HAM]), logs[HAM] - size * math.log(totals[SPAM])]
+
+        def logged(p: tuple[float, float], cls: int) -> float:
+            value = math.log(p[1 - cls] + alpha) - math.log(totals[cls])
+            return value / sums[cls] if COMPLEMENT_NORM else -value
+
+        def weight(p: tuple[float, float]) -> float:
+            return logged(p, SPAM) - logged(p, HAM)
+
+        return weight
+
+    def learn(self, entry: journal.Entry) -> None:
+        """Add one learn to the journal in memory (`eval --online`); nothing is written."""
+        names = list(entry.tokens)
+        before = [c and list(c) for c in self.counts_of(names)] if self._linear is not None else []
+        self.journal.add(entry)
+        self._gaussians = None
+        changes = entry.changes()
+        if self._now is self.journal.tokens:
+            pass  # an empty model's: the journal's counts, just added to
+        elif self._clamped or any(sign < 0 for _, sign in changes):
+            self._update_now(names)
+        else:  # counts only grow: added in place (`eval --online` learns thousands)
+            now = self._now
+            missing = [name for name in names if name not in now]
+            for name, base in zip(missing, self.base_counts(missing), strict=True):
+                now[name] = base or [0, 0, 0, 0]
+            for cls, _ in changes:
+                for name, k in entry.tokens.items():
+                    counts = now[name]
+                    counts[cls] += k
+                    counts[2 + cls] += 1
+        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        if self._linear is not None:
+            self._linear.update(before, self.counts_of(names))
+
+    def linear_sums(self) -> Linear:
+        """What the linear models sum over the whole vocabulary, the journal's counts in."""
+        if self._linear is None:
+            names = list(self.journal.tokens)
+            cols = self.vocab.lookup(names)
+            rows = [self.df.row(c) for c in (HAM, SPAM)], [self.tf.row(c) for c in (HAM, SPAM)]
+            self._linear = Linear(self.n_features, *rows)
+            tf, df = self.tf, self.df
+            base = [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
+            self._linear.update(base, self.counts_of(names))
+        return self._linear
+
+    def vocabulary_size(self) -> int:
+        """Tokens of the model and its journal: what a loaded model's vocabulary holds."""
+        return self.linear_sums().n_features if self.journal else self.n_features
+
+    def class_sums(self, event: str) -> list[float]:
+        """Per class, what the linear models sum over the whole vocabulary: the multinomial's
+        token total, the Bernoulli's sum of log(1 - p) (the score of an empty message), the
+        complement's sum of log(count + alpha) (its row of counts, for the other class's weights)."""
+        sums = self.linear_sums()
+        if event == "multinomial":
+            return [float(t) for t in (sums.df_totals if MULTINOMIAL_BOOLEAN else sums.tf_totals)]
+        alpha = self.scoring.alpha
+        if event == "complement":  # message frequencies, as the multinomial counts (MULTINOMIAL_BOOLEAN)
+            return [math.fsum(k * math.log(d + alpha) for d, k in sums.df_values[c].items() if k) for c in (HAM, SPAM)]
+        out = []
+        for c in (HAM, SPAM):
+            denom = self.docs[c] + 2 * alpha
+            out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
+        return out
+
+
+def moments_of(array: npzview.Array) -> list[list[list[int]]]:
+    """A model's numeric features' moments (spamnb.bayes.meta), as nested lists."""
+    w = meta.WIDTH
+    if array.kind != "i" or array.shape != (2, w, w) or array.fortran:
+        raise ValueError(f"numeric features' moments of shape {array.shape}")
+    flat = list(array.items())
+    moments = [[flat[(c * w + i) * w : (c * w + i + 1) * w] for i in range(w)] for c in (0, 1)]
+    if any(m[i][i] < 0 for m in moments for i in range(w)):  # as modelcheck.check_values
+        raise ValueError("numeric features' moments of negative messages or squares")
+    return moments
+
+
+class Linear:
+    """Vocabulary-wide sums of a model with a journal, kept up to date as tokens' counts change:
+    how many tokens, per class the totals of tf and df, and how many tokens hold each df."""
+
+    def __init__(self, n_features: int, df_rows: list, tf_rows: list) -> None:
+        self.n_features = n_features
+        self.df_totals = [sum(row) for row in df_rows]
+        self.tf_totals = [sum(row) for row in tf_rows]
+        # One log1p per distinct count, not per token: a Counter of the row runs in C.
+        self.df_values = [Counter(row) for row in df_rows]
+
+    def update(self, before: list[list[int] | None], after: list[list[int] | None]) -> None:
+        """Tokens' counts (tf ham, tf spam, df ham, df spam) went from `before` (None: no such token) to `after`."""
+        for old, new in zip(before, after, strict=True):
+            if new is None:
+                continue
+            if old is None:
+                self.n_features += 1
+            for c in (HAM, SPAM):
+                self.tf_totals[c] += new[c] - (old[c] if old else 0)
+                self.df_totals[c] += new[2 + c] - (old[2 + c] if old else 0)
+                if old is not None:
+                    self.df_values[c][old[2 + c]] -= 1
+                self.df_values[c][new[2 + c]] += 1
+
+
+def chi_square(scaled0: float, scaled1: float, n: int) -> float:
+    """Fisher's combining of the scaled sums of ln f and ln(1 - f) over n tests (events.Fisher.chi_square)."""
+    log_qh, log_ph = log_chi2_tails(-2.0 * scaled0, n)
+    log_qs, log_ps = log_chi2_tails(-2.0 * scaled1, n)
+    return logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
+
+
+def fisher_shares(shares: list[float], entries: list, factors: dict[int, float], n: int, plain_n: float) -> None:
+    """Each known token's share of Fisher's log-odds, into `shares` at its place (events.Fisher.explain):
+    `entries` (place, weight, field, (ln f, ln(1 - f))), `factors` each field's tests per
+    token, n the tests, plain_n the tokens (weighted)."""
+    neutral = (math.log(FISHER_X), math.log1p(-FISHER_X))
+    pulls = [(i, w * factors[field] * (row[0] - neutral[0]), w * factors[field] * (row[1] - neutral[1]), w, row) for i, w, field, row in entries]
+    pulled = (sum(p[1] for p in pulls), sum(p[2] for p in pulls))
+    at = (n * neutral[0], n * neutral[1])
+    both, first = chi_square(at[0] + pulled[0], at[1] + pulled[1], n), chi_square(at[0] + pulled[0], at[1], n)
+    second, neither = chi_square(at[0], at[1] + pulled[1], n), chi_square(at[0], at[1], n)
+    parts = ((first - neither + both - second) / 2, (second - neither + both - first) / 2)
+    rate = [part / total if total != 0 else 0.0 for part, total in zip(parts, pulled, strict=True)]
+    for i, pull0, pull1, w, row in pulls:
+        own = (row[0] - row[1]) - (neutral[0] - neutral[1])
+        shares[i] = rate[0] * pull0 + rate[1] * pull1 + FISHER_MEAN_WEIGHT * w * own / max(plain_n, 1.0)
+
+
+def logaddexp(a: float, b: float) -> float:
+    top = max(a, b)
+    if top == -math.inf:
+        return top
+    return top + math.log1p(math.exp(-abs(a - b)))
+
+
+_LOG_FACTORIALS = [0.0]
+
+
+def log_factorials(n: int) -> list[float]:
+    """ln 0!, ..., ln n!, summed in order as nb._log_factorials sums them."""
+    lf = _LOG_FACTORIALS
+    while len(lf) <= n:
+        lf.append(lf[-1] + math.log(len(lf)))
+    return lf
+
+
+def logsumexp(terms: list[float]) -> float:
+    top = max(terms, default=-math.inf)
+    if not math.isfinite(top):
+        top = 0.0
+    total = math.fsum([math.exp(t - top) for t in terms])
+    return top + math.log(total) if total > 0 else -math.inf
+
+
+def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
+    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (chi2.log_chi2_tails)."""
+    if n <= 0:
+        return 0.0, -math.inf
+    m = max(chi / 2.0, 0.0)
+    log_m = math.log(m) if m > 0 else -math.inf
+    lf = log_factorials(n)
+    terms = [0.0] + [i * log_m - lf[i] for i in range(1, n)]
+    log_q = min(-m + logsumexp(terms), 0.0)
+    log_p = math.log(-math.expm1(log_q)) if log_q < 0 else -math.inf
+    if log_q > math.log(0.5):
+        # P = 1 - Q may be tiny: the series e^-m sum_{j >= n} m^j / j! instead.
+        extra = int(60 + 12 * math.sqrt(m + n))
+        lf = log_factorials(n + extra)
+        tail = [j * log_m - lf[j] for j in range(n, n + extra)] if math.isfinite(log_m) else [-math.inf]
+        log_p = -m + logsumexp(tail)
+    return log_q, log_p
+
+
+# `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`).
+Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons"), defaults=((),))
+
+
+def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, float]]:
+    """The n tokens of largest share (model.Explanation), ranked by the share as the header
+    rounds it (2 decimals), then by token, so that both scorers rank alike; none that rounds to 0."""
+    shown = [(token, share) for token, share in shares if round(share, 2) != 0]
+    return sorted(shown, key=lambda pair: (-abs(round(pair[1], 2)), pair[0]))[:n]
+
+
+class CutoffError(ValueError):
+    """Cut-offs given for one message that do not leave ham's below spam's."""
+
+
+def verdict_at(scoring: Scoring, score: float, cutoffs: tuple[float | None, float | None]) -> str:
+    """The verdict on `score` under the model's cut-offs, or those of `cutoffs` (spam, ham) not None."""
+    if cutoffs == (None, None):
+        return scoring.verdict(score)
+    spam = scoring.spam_cutoff if cutoffs[0] is None else cutoffs[0]
+    ham = scoring.ham_cutoff if cutoffs[1] is None else cutoffs[1]
+    if not 0 < ham < spam < 1:
+        raise CutoffError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
+    return "spam" if score >= spam and score > scoring.spam_floor else "ham" if score <= ham else "unsure"
+
+
+def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0) -> Verdict:
+    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`, see `verdict_at`),
+    and its `reasons` strongest tokens.
+
+    A model file that is a zip of another kind than spamnb writes (compressed members,
+    ZIP64) goes to numpy's loader instead.
+    """
+    from spamnb.text.tokens import Tokenizer
+
+    try:
+        model = OneModel(path)
+    except npzview.NotPlain:
+        from spamnb.models import store
+
+        full = store.load(path, scoring_only=True)
+        numeric: list[int] | None = [] if full.scoring.meta != "none" else None
+        e = full.explain(Tokenizer(full.tokens)(data, numeric), numeric)
+        p = full.scoring.probability(e.log_odds)
+        return Verdict(e.log_odds, p, verdict_at(full.scoring, p, cutoffs), strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons))
+    numeric = [] if model.scoring.meta != "none" else None
+    distinct = Counter(Tokenizer(model.tokens)(data, numeric))
+    shares = [0.0] * len(distinct) if reasons else None
+    lo = model.log_odds_of(distinct, shares, numeric)
+    p = model.scoring.probability(lo)
+    a, _ = model.scoring.calibration
+    why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []
+    return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs), why)

@@ -1,0 +1,664 @@
+"""Learning and scoring streams of messages with one model: tokens -> features -> nb.
+
+Messages are handled in chunks, so memory is bounded by the chunk size, not by the
+number of messages.  Unreadable messages pass through as `Problem` items.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from spamnb.bayes import meta, nb
+from spamnb.bayes.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
+from spamnb.mail import headers
+from spamnb.mail.sources import Item, Message, Problem
+from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.run.parallel import ordered_map
+from spamnb.text.tokens import Tokenizer, TokenSettings, field_ids
+
+CHUNK = 512
+LABEL_CLASS = {"ham": nb.HAM, "spam": nb.SPAM}
+
+
+def chunks(items: Iterable[Item], size: int = CHUNK) -> Iterator[list[Item]]:
+    batch: list[Item] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass
+class LearnReport:
+    learnt: int = 0
+    moved: int = 0
+    already: int = 0
+    forgotten: int = 0
+    never_learnt: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+class Tokenise(NamedTuple):
+    """What the tokenising map step needs: the model's tokeniser, and whether its event
+    model scores header fields apart (then each chunk carries its tokens' fields); the
+    weighting of what a Dask worker counts; and whether the model scores the messages'
+    numeric features (then each chunk carries those)."""
+
+    tokenizer: Tokenizer
+    by_field: bool
+    weighting: nb.Weighting = nb.UNWEIGHTED
+    numeric: bool = False
+
+    @classmethod
+    def of(cls, tokens: TokenSettings, scoring: Scoring) -> Tokenise:
+        event = scoring.event_model()
+        return cls(Tokenizer(tokens), event.by_field, event.weighting, scoring.meta != "none")
+
+
+def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
+    """Map step: raw messages -> their distinct tokens and counts (and fields, if the event
+    model uses them; and numeric features, if the model scores them)."""
+    if step.numeric:
+        numeric = [[] for _ in datas]
+        chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
+        chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
+    else:
+        chunk = local_rows([step.tokenizer(data) for data in datas])
+    if not step.by_field:
+        return chunk
+    # From the chunk's distinct token strings, not each entry's.
+    return chunk._replace(rows=chunk.rows._replace(fields=field_ids(chunk.tokens)[chunk.rows.cols]))
+
+
+class Score(NamedTuple):
+    """What the scoring map step needs: a tokenising step and the model's vocabulary and weights."""
+
+    tokenise: Tokenise
+    vocab: Vocabulary
+    event: nb.EventModel
+    table: np.ndarray
+    b: float
+    keys: np.ndarray
+    gaussians: meta.Gaussians
+
+    @classmethod
+    def of(cls, model: Model) -> Score:
+        table, b = model.table()
+        event = model.scoring.event_model()
+        return cls(Tokenise.of(model.tokens, model.scoring), model.growable(), event, table, b, model.duplicate_keys(), model.gaussians())
+
+
+def score_chunk(step: Score, datas: list[bytes]) -> np.ndarray:
+    """Map step: raw messages -> log-odds under the model."""
+    chunk = tokenise_chunk(step.tokenise, datas)
+    mapping = np.asarray(step.vocab.lookup(chunk.tokens), dtype=np.int64)
+    odds = step.event.log_odds(step.table, step.b, chunk.rows._replace(cols=mapping[chunk.rows.cols]), step.keys)
+    return odds + log_ratios(step.gaussians, chunk.numeric)
+
+
+def log_ratios(gaussians: meta.Gaussians, numeric: np.ndarray | None) -> np.ndarray | float:
+    """The numeric features' term of each message (0 where the model has none)."""
+    if numeric is None or gaussians.kind == "none":
+        return 0.0
+    return np.array([gaussians.log_ratio(q) for q in numeric.tolist()], dtype=np.float64).reshape(len(numeric))
+
+
+def moments_of(numeric: np.ndarray, classes: np.ndarray, signs: np.ndarray | None = None) -> np.ndarray:
+    """The moments (spamnb.bayes.meta) of messages' numeric features as their classes, each added
+    (sign 1, the default) or taken away (-1): exact, in int64."""
+    out = np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
+    v = np.column_stack([np.ones(len(numeric), np.int64), numeric]).astype(np.int64)
+    signed = v if signs is None else v * np.asarray(signs, dtype=np.int64)[:, None]
+    for cls in (nb.HAM, nb.SPAM):
+        pick = np.asarray(classes) == cls
+        out[cls] = signed[pick].T @ v[pick]
+    return out
+
+
+def class_of(message: Message) -> int:
+    """nb.HAM or nb.SPAM for a labelled message; an unlabelled one cannot be learnt."""
+    if message.label not in LABEL_CLASS:
+        raise ValueError(f"{message.id}: no class to learn it as")
+    return LABEL_CLASS[message.label]
+
+
+def chunk_size(jobs: int) -> int:
+    # Smaller tasks keep both workers busy to the end of a few thousand messages.
+    return CHUNK if jobs <= 1 else CHUNK // 2
+
+
+class _Changes(NamedTuple):
+    """One chunk's learning: which tokenised message each count change uses, its class and sign."""
+
+    size: int
+    which: list[int]
+    classes: list[int]
+    signs: list[int]
+
+
+def learn(
+    model: Model,
+    items: Iterable[Item],
+    forget: bool = False,
+    progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+) -> LearnReport:
+    """Learn each labelled message as its class, or forget it (`forget=True`).
+
+    Learning a message already learnt as the same class changes nothing; learnt as
+    the other class, it moves.  Forgetting a message never learnt is refused
+    (reported in `never_learnt`).  The digests are checked here, in order; only the
+    messages whose counts change are tokenised, by `jobs` processes.
+    """
+    report = LearnReport()
+    vocab = model.learnable()
+    tokenise = Tokenise.of(model.tokens, model.scoring)
+    pending: deque[_Changes] = deque()
+    sample = Reservoir(CALIBRATION_SAMPLE)
+    offers = Offers()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            datas: list[bytes] = []
+            change = _Changes(len(batch), [], [], [])
+            for item in batch:
+                if isinstance(item, Problem):
+                    report.problems.append(item)
+                    continue
+                key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
+                changes = changes_of(model, report, item.id, class_of(item), key, forget)
+                if changes:
+                    for c, sign in changes:
+                        change.which.append(len(datas))
+                        change.classes.append(c)
+                        change.signs.append(sign)
+                        if sign > 0:
+                            offers.add(key)
+                    datas.append(item.data)
+            pending.append(change)
+            yield datas
+
+    for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
+        change = pending.popleft()
+        mapping = apply_changes(model, vocab, chunk, change)
+        if not forget:
+            offer_learnt(sample, chunk, change, mapping)
+        if progress:
+            progress(change.size)
+    model.counts.clamp()
+    kept = [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced]
+    if kept:
+        calibrate_on(model, kept, jobs)
+    return report
+
+
+def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:
+    """The (class, sign) count changes of learning (or forgetting) one message of digest
+    `key` as `cls`, in order; `model.learnt` and `report` are brought up to date."""
+    before = model.learnt.get(key)
+    changes: list[tuple[int, int]] = []
+    if forget:
+        if before is None:
+            report.never_learnt.append(message_id)
+        else:
+            del model.learnt[key]
+            changes.append((before, -1))
+            report.forgotten += 1
+    elif before == cls:
+        report.already += 1
+    else:
+        if before is not None:
+            changes.append((before, -1))
+            report.moved += 1
+        else:
+            report.learnt += 1
+        model.learnt[key] = cls
+        changes.append((cls, 1))
+    return changes
+
+
+Sampled = tuple[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | None", int]
+
+
+def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
+    """Fit the model's calibration on learnt messages (columns, counts, fields, numeric
+    features, class), as `learn` samples them."""
+    cols, counts, fields, numeric, classes = zip(*sample, strict=True)
+    lengths = np.array([len(c) for c in cols], dtype=np.int64)
+    learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
+    features = None if numeric[0] is None else Numeric(model.moments, np.array(numeric, dtype=np.int64))
+    model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs, features)
+
+
+# Calibration is fitted on at most this many of the messages learnt in one call.
+CALIBRATION_SAMPLE = 10_000
+
+
+class Offers:
+    """The messages offered to the calibration sample, numbered from 0 in order, and
+    the offers that a later one of the same message (digest) replaces.
+
+    A message that moves class within one run is offered as each class; only its last
+    offer counts, since the counts hold it only as that class (held out as the class it
+    left, its counts went below zero: numpy's RuntimeWarnings and a calibration fitted
+    on a message labelled both ways)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: dict[bytes, int] = {}
+        self.replaced: set[int] = set()
+
+    def add(self, key: bytes) -> None:
+        before = self.last.get(key)
+        if before is not None:
+            self.replaced.add(before)
+        self.last[key] = self.count
+        self.count += 1
+
+
+class Reservoir:
+    """A uniform sample of at most `size` of the items offered (Vitter's algorithm R), reproducible;
+    `numbers`: each item's place among the offers, from 0."""
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        self.size, self.seen, self.seed = size, 0, seed
+        self.items: list[Sampled] = []
+        self.numbers: list[int] = []
+        self._rng: np.random.Generator | None = None
+
+    def offer(self, item: Sampled) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+            self.numbers.append(self.seen - 1)
+        else:
+            j = int(self.rng().integers(self.seen))
+            if j < self.size:
+                self.items[j] = item
+                self.numbers[j] = self.seen - 1
+
+    def rng(self) -> np.random.Generator:
+        # Made when first needed, so that train on fewer than `size` messages never imports
+        # numpy.random, whose import comes before train's workers start.
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.seed)
+        return self._rng
+
+
+def offer_learnt(sample: Reservoir, chunk: Chunk, change: _Changes, mapping: np.ndarray) -> None:
+    """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns, counts and fields."""
+    rows = chunk.rows
+    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
+        if sign > 0:
+            part = slice(starts[i], starts[i + 1])
+            fields = None if rows.fields is None else rows.fields[part]
+            numeric = None if chunk.numeric is None else chunk.numeric[i]
+            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls))
+
+
+def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: _Changes) -> np.ndarray:
+    if not change.which:
+        return np.zeros(0, np.int64)
+    mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
+    rows = chunk.rows
+    which = np.asarray(change.which)
+    picked = rows.take(which)
+    changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
+    model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
+    model.counts.grow(len(vocab))
+    if chunk.numeric is not None:
+        model.moments += moments_of(chunk.numeric[which], np.asarray(change.classes), np.asarray(change.signs))
+    return mapping
+
+
+def classify(
+    model: Model,
+    items: Iterable[Item],
+    progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+) -> Iterator[Scored | Problem]:
+    """Score every message: log-odds, P(spam) and the verdict under the model's cut-offs.
+
+    Results come in the order of `items`, whatever `jobs`.
+    """
+    score = Score.of(model)
+    batches: deque[list[Item]] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            batches.append(batch)
+            yield [m.data for m in batch if isinstance(m, Message)]
+
+    for odds in ordered_map(score_chunk, score, tasks(), jobs):
+        batch = batches.popleft()
+        yield from scored_batch(model, batch, odds)
+        if progress:
+            progress(len(batch))
+
+
+def scored_batch(model: Model, batch: list[Item], odds: np.ndarray) -> Iterator[Scored | Problem]:
+    """A batch's results in its order: each message's log-odds `odds` (in order) with P(spam)
+    and verdict; each Problem in its place."""
+    scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
+    for item in batch:
+        if isinstance(item, Problem):
+            yield item
+            continue
+        lo, p = next(scored)
+        yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
+
+
+def name_digest(message_id: str) -> str:
+    """The md5 of a message's file name, in hex: folds and samples by it are reproducible."""
+    return hashlib.md5(os.path.basename(message_id).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def fold_of(message_id: str, k: int) -> int:
+    """The fold of a message: by the digest of its file name, so splits are reproducible."""
+    return int(name_digest(message_id)[:8], 16) % k
+
+
+def first_by_digest(rows: np.ndarray, y: np.ndarray, digests: list[str], size: int) -> np.ndarray:
+    """`size` of `rows`, each class in its share of them (rounded), the first of each by
+    `name_digest`: spam, then ham (as ../shared/bench/peers.py --train-size lists them)."""
+    n_spam = round(size * int((y[rows] == nb.SPAM).sum()) / max(len(rows), 1))
+    pick = []
+    for cls, k in ((nb.SPAM, n_spam), (nb.HAM, size - n_spam)):
+        of_class = rows[y[rows] == cls]
+        pick.append(of_class[sorted(range(len(of_class)), key=lambda i: digests[of_class[i]])[:k]])
+    return np.concatenate(pick)
+
+
+def cross_validate(
+    items: Iterable[Item],
+    k: int,
+    tokens: TokenSettings,
+    scoring: Scoring,
+    progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+    pruning: nb.Pruning | None = None,
+    train_size: int | None = None,
+) -> tuple[list[Scored], list[Problem]]:
+    """k-fold cross-validation: every labelled message scored by a model trained without its fold.
+
+    Messages are tokenised once; each fold's model is the total counts less the fold's.
+    `train_size`: each fold's model learns only that many of the other folds' messages
+    (`first_by_digest`), a new user's first few hundred.
+    """
+    check_folds(k)
+    return folds_scored(tokenise_labelled(items, tokens, progress, jobs, scoring.meta != "none"), k, scoring, pruning, train_size)
+
+
+def check_folds(k: int) -> None:
+    if k < 2:
+        raise ValueError(f"--folds needs at least 2 folds, not {k}")
+
+
+class Tokenised(NamedTuple):
+    """Labelled mail tokenised once, for cross-validation: ids, labels, the Problems met,
+    the vocabulary (columns by first sight) and the messages' rows over it."""
+
+    ids: list[str]
+    labels: list[str]
+    problems: list[Problem]
+    vocab: Vocabulary
+    rows: Rows
+    numeric: np.ndarray | None = None  # (messages, features), where asked for
+
+
+class Gathered(NamedTuple):
+    """A Tokenised as it is gathered, chunk by chunk, in order."""
+
+    ids: list[str]
+    labels: list[str]
+    problems: list[Problem]
+    vocab: Vocabulary
+    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]
+    numeric: list[np.ndarray]
+
+    @classmethod
+    def empty(cls) -> Gathered:
+        return cls([], [], [], Vocabulary(), ([], [], []), [])
+
+    def add_item(self, item: Item) -> bool:
+        """Note a message's id and label (or its Problem); whether it is a message."""
+        if isinstance(item, Problem):
+            self.problems.append(item)
+            return False
+        class_of(item)
+        self.ids.append(item.id)
+        self.labels.append(item.label)  # type: ignore[arg-type]
+        return True
+
+    def add_chunk(self, chunk: Chunk) -> None:
+        mapping = np.asarray(self.vocab.grow(chunk.tokens), dtype=np.int64)
+        self.parts[0].append(mapping[chunk.rows.cols])
+        self.parts[1].append(chunk.rows.counts)
+        self.parts[2].append(chunk.rows.lengths)
+        if chunk.numeric is not None:
+            self.numeric.append(chunk.numeric)
+
+    def done(self) -> Tokenised:
+        rows = Rows(*(np.concatenate(p) if p else np.zeros(0, np.int64) for p in self.parts))
+        numeric = np.concatenate(self.numeric) if self.numeric else None
+        return Tokenised(self.ids, self.labels, self.problems, self.vocab, rows, numeric)
+
+
+def tokenise_labelled(
+    items: Iterable[Item], tokens: TokenSettings, progress: Callable[[int], None] | None = None, jobs: int = 1, numeric: bool = False
+) -> Tokenised:
+    """Every labelled message tokenised by `jobs` processes, in order (with its numeric features, if asked)."""
+    # Fields come from the whole vocabulary (in `folds_scored`), not from each chunk.
+    tokenise = Tokenise(Tokenizer(tokens), by_field=False, numeric=numeric)
+    got = Gathered.empty()
+    sizes: deque[int] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, chunk_size(jobs)):
+            sizes.append(len(batch))
+            yield [item.data for item in batch if got.add_item(item)]  # type: ignore[union-attr]
+
+    for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
+        got.add_chunk(chunk)
+        size = sizes.popleft()
+        if progress:
+            progress(size)
+    return got.done()
+
+
+def folds_scored(
+    tokenised: Tokenised, k: int, scoring: Scoring, pruning: nb.Pruning | None = None, train_size: int | None = None
+) -> tuple[list[Scored], list[Problem]]:
+    """`cross_validate` of mail tokenised once."""
+    check_folds(k)
+    ids, labels, problems, vocab, data, numeric = tokenised
+    if scoring.meta != "none" and numeric is None:
+        raise ValueError("--meta scores the numeric features, which these messages were tokenised without")
+    y = np.array([LABEL_CLASS[label] for label in labels], dtype=np.int64)
+    folds = np.array([fold_of(i, k) for i in ids], dtype=np.int64)
+    event = scoring.event_model()
+    total = counts_of(data, y, len(vocab), event.weighting)
+    digests = [name_digest(i) for i in ids] if train_size else []
+    if event.by_field:
+        data = data._replace(fields=field_ids(vocab.tokens)[data.cols])
+    odds = np.zeros(len(ids))
+    probs = np.zeros(len(ids))
+    verdicts = [""] * len(ids)
+    for fold in range(k):
+        test = np.flatnonzero(folds == fold)
+        if test.size == 0:
+            continue
+        train_rows = np.flatnonzero(folds != fold)
+        held = data.take(test)
+        if train_size:
+            train_rows = first_by_digest(train_rows, y, digests, train_size)
+            train = counts_of(data.take(train_rows), y[train_rows], len(vocab), event.weighting)
+        else:
+            train = total - counts_of(held, y[test], len(vocab), event.weighting)
+        nb.check_trained(train)
+        odds[test] = fold_log_odds(event, train, held, (pruning or nb.Pruning()).keep(train))
+        features = None
+        if scoring.meta != "none":
+            features = Numeric(moments_of(numeric[train_rows], y[train_rows]), numeric[train_rows])  # type: ignore[index]
+        # As `train` would: calibration (and the numeric features' weight) fitted on the fold's own training messages only.
+        fitted = calibrated(scoring, event, train, data.take(train_rows), y[train_rows], numeric=features)
+        if features is not None:
+            odds[test] += log_ratios(meta.Gaussians(scoring.meta, features.moments.tolist(), fitted.meta_weight), numeric[test])  # type: ignore[index]
+        probs[test] = fitted.probabilities(odds[test])
+        for row in test:
+            verdicts[row] = fitted.verdict(float(probs[row]))
+    scored = [
+        Scored(i, label, float(lo), float(p), verdict)
+        for i, label, lo, p, verdict in zip(ids, labels, odds, probs, verdicts, strict=True)
+    ]
+    return scored, problems
+
+
+def counts_of(rows: Rows, y: np.ndarray, n_features: int, weighting: nb.Weighting = nb.UNWEIGHTED) -> nb.Counts:
+    out = nb.Counts.empty(n_features, weighting)
+    out.add(rows, y)
+    return out
+
+
+def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
+    """(table, b, duplicate keys) over all columns of a model of the counts `train`, which
+    knows only its own tokens (`seen`: those kept by pruning; by default every token with
+    a count).  The other columns are tokens unknown to that model, scored as `classify`
+    scores tokens missing from the vocabulary (the event model's `unknown_row`)."""
+    if seen is None:
+        seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
+    kept = train.take(seen)
+    table_seen, b = event.table(kept)
+    table = np.empty((train.n_features, *table_seen.shape[1:]))
+    table[:] = event.unknown_row()
+    table[seen] = table_seen
+    keys = np.full(train.n_features, -1, np.int64)
+    keys[seen] = nb.duplicate_keys(kept, least=event.duplicate_min)
+    return table, b, keys
+
+
+def fold_log_odds(event: nb.EventModel, train: nb.Counts, rows: Rows, seen: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of `rows` under `fold_model(event, train, seen)`."""
+    table, b, keys = fold_model(event, train, seen)
+    return event.log_odds(table, b, rows, keys)
+
+
+CALIBRATION_FOLDS = 5
+# Fewer learnt messages of either class than this and the calibration is left as it was.
+CALIBRATION_MIN = 20
+
+
+def held_out_log_odds(
+    event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
+) -> np.ndarray:
+    """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
+
+    The folds are independent, so `jobs` processes score them: they are train's serial
+    tail after the last chunk.
+    """
+    part = np.arange(len(y)) % k
+    folds = [fold for fold in range(k) if (part == fold).any()]
+    odds = np.zeros(len(y))
+    held_out = HeldOut(event, counts, learnt, y, part)
+    for fold, fold_odds in zip(folds, ordered_map(held_out_fold, held_out, folds, jobs), strict=True):
+        odds[part == fold] = fold_odds
+    return odds
+
+
+class HeldOut(NamedTuple):
+    """What the calibration's map step needs: the learnt messages, their classes and folds."""
+
+    event: nb.EventModel
+    counts: nb.Counts
+    learnt: Rows
+    y: np.ndarray
+    part: np.ndarray
+
+
+def held_out_fold(step: HeldOut, fold: int) -> np.ndarray:
+    """Map step: the log-odds of calibration fold `fold`'s messages (see `held_out_log_odds`)."""
+    event, counts, learnt, y, part = step
+    rows = part == fold
+    held = learnt.take(np.flatnonzero(rows))
+    used, local = used_columns(held.cols, counts.n_features)
+    out = nb.Counts.empty(len(used), event.weighting)
+    out.add(held._replace(cols=local), y[rows])
+    table, b, keys = held_out_table(event, counts, out, used)
+    return event.log_odds(table, b, held._replace(cols=local), keys)
+
+
+def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of `cols` in order, and each entry's index among them.
+
+    By a mask, not a sort: the renumbering keeps column order, so every row's entries
+    sort and sum in the same order as with the whole vocabulary's columns."""
+    mask = np.zeros(n_features, dtype=bool)
+    mask[cols] = True
+    return np.flatnonzero(mask), (np.cumsum(mask) - 1)[cols]
+
+
+def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """`fold_model(event, counts - out)` at the columns `used` only; `out` counts only those.
+
+    The duplicate keys group the same tokens (they are numbered apart).  A per-token
+    event model (Fisher) needs only these columns' counts, so each fold's table covers
+    only the columns its messages use, not the whole vocabulary.
+    """
+    if event.per_token:
+        train = counts.take(used) - out
+        train.clamp()  # a pruned model holds less than its messages' counts (see nb.Counts.clamp)
+        return fold_model(event, train)
+    train = counts.copy()
+    train.add_at(out, used, -1)
+    train.clamp()
+    table, b, keys = fold_model(event, train)
+    return table[used], b, keys[used]
+
+
+class Numeric(NamedTuple):
+    """The numeric features' moments of a model, and the features of some messages it learnt."""
+
+    moments: np.ndarray
+    rows: np.ndarray
+
+
+def held_out_log_ratios(kind: str, numeric: Numeric, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> np.ndarray:
+    """The numeric features' term of each learnt message by the model without its 1/k share
+    of them (the folds of `held_out_log_odds`)."""
+    part = np.arange(len(y)) % k
+    out = np.zeros(len(y))
+    for fold in range(k):
+        rows = part == fold
+        if rows.any():
+            without = numeric.moments - moments_of(numeric.rows[rows], y[rows])
+            out[rows] = log_ratios(meta.Gaussians(kind, without.tolist()), numeric.rows[rows])
+    return out
+
+
+def calibrated(
+    scoring: Scoring, event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
+) -> Scoring:
+    """`scoring` with Platt scaling and the ham-loss floor fitted on held-out log-odds of
+    the `learnt` messages of classes y (by `jobs` processes), with their numeric features'
+    term where the scoring has one."""
+    y = np.asarray(y)
+    if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
+        return scoring
+    odds = held_out_log_odds(event, counts, learnt, y, jobs=jobs)
+    weight = scoring.meta_weight
+    if numeric is not None:
+        ratios = held_out_log_ratios(scoring.meta, numeric, y)
+        weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
+        odds = odds + weight * ratios
+    calibration = fit_platt(odds, y == nb.SPAM)
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration), meta_weight=weight)

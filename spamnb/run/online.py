@@ -1,0 +1,229 @@
+"""`spamnb eval --online`: the TREC spam track's online protocol, in one process.
+
+Messages come in the order given; each is scored by the model learnt from the
+messages before it, then learnt as its class (with `train_on_error`, only when the
+verdict was wrong or unsure).  The model is the one-message scorer's
+(`onemessage.OneModel`) over the starting model's file, each learn added to its
+journal in memory (`OneModel.learn`), so a message is scored exactly as `classify`
+would score it with a model trained on the messages before it, and nothing is written.
+
+P(spam) and the spam floor come from Platt's calibration and `model.ham_loss_floor`
+fitted on the online scores seen so far (at 100, 200, 400, 800 and 1,600 messages,
+then every 1,600), as train fits them on held-out scores: before the first fit, the
+starting model's own (none for an empty one).
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from spamnb.bayes import meta
+from spamnb.bayes.features import Rows
+from spamnb.mail import headers
+from spamnb.mail.sources import Item, Problem
+from spamnb.models import journal
+from spamnb.models.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.pipe import onemessage
+from spamnb.run.classifier import LABEL_CLASS, Scored, chunks, class_of
+from spamnb.run.parallel import ordered_map
+from spamnb.text.tokens import Tokenizer, TokenSettings
+
+FIT_EVERY = 1600
+
+
+class Online(NamedTuple):
+    scored: list[Scored]
+    problems: list[Problem]
+    learnt: int  # messages learnt (all of them, or with train_on_error the mistakes)
+
+
+def fit_points(n: int) -> bool:
+    """Whether the calibration is refitted before the n-th message (counted from 0)."""
+    return n in (100, 200, 400, 800, FIT_EVERY) or (n > FIT_EVERY and n % FIT_EVERY == 0)
+
+
+def evaluate(
+    items: Iterable[Item],
+    model_path: str | None,
+    tokens: TokenSettings,
+    scoring: Scoring,
+    train_on_error: bool = False,
+    progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+) -> Online:
+    """Score then learn each labelled message in turn; `model_path` None starts empty.
+
+    With `jobs` > 1 the messages are tokenised by that many processes ahead of the one
+    that scores and learns them in order (the learning itself cannot be split).
+    """
+    with tempfile.TemporaryDirectory(prefix="spamnb-online-") as folder:
+        if model_path is None:
+            from spamnb.models import store
+
+            model_path = os.path.join(folder, "empty.npz")
+            store.save(store.empty_model(tokens, scoring), model_path)
+        if scoring.weighting():
+            from spamnb.models import store
+
+            return run(Loaded(store.load(model_path), scoring), items, train_on_error, progress, jobs)
+        model = onemessage.OneModel(model_path)
+        model.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        return run(model, items, train_on_error, progress, jobs)
+
+
+class Loaded:
+    """`onemessage.OneModel`'s online interface over a loaded model, for the scoring the
+    one-message scorer leaves to numpy (a TF-IDF weighting or length norm)."""
+
+    def __init__(self, model: Model, scoring: Scoring) -> None:
+        self.model, self.tokens = model, model.tokens
+        model.scoring = scoring
+        # Refitted as the stream goes (`run`): plain attributes, as the one-message scorer's.
+        self.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        self._gaussians: meta.Gaussians | None = None
+
+    @property
+    def docs(self) -> list[int]:
+        return [int(d) for d in self.model.counts.docs]
+
+    def log_odds_of(self, distinct: dict[str, int]) -> float:
+        return self.model.explain(Counter(distinct)).log_odds
+
+    def log_ratio(self, numeric: list[int]) -> float:
+        """The numeric features' log-ratio (spamnb.bayes.meta), unweighted, as the one-message scorer's."""
+        if self._gaussians is None:
+            self._gaussians = meta.Gaussians(self.scoring.meta, self.model.moments.tolist())
+        return self._gaussians.log_ratio(numeric)
+
+    def learnt_class(self, digest: bytes) -> int | None:
+        return self.model.learnt.get(digest)
+
+    def learn(self, entry: journal.Entry) -> None:
+        vocab = self.model.growable()
+        cols = np.asarray(vocab.grow(list(entry.tokens)), dtype=np.int64)
+        rows = Rows(cols, np.fromiter(entry.tokens.values(), np.int64, len(cols)), np.array([len(cols)]))
+        for cls, sign in entry.changes():
+            self.model.counts.add(rows, np.array([cls]), np.array([sign]))
+        self.model.counts.grow(len(vocab))
+        if entry.numeric is not None:
+            moments = self.model.moments.tolist()
+            for cls, sign in entry.changes():
+                meta.add_message(moments, cls, entry.numeric, sign)
+            self.model.moments, self._gaussians = np.array(moments, np.int64), None
+        if entry.after is None:
+            self.model.learnt.pop(entry.digest, None)
+        else:
+            self.model.learnt[entry.digest] = entry.after
+
+
+# Messages per task sent to a tokenising process.
+CHUNK = 64
+
+
+def tokenise(state: tuple[Tokenizer, int, bool], datas: list[bytes]) -> list[tuple[bytes, dict[str, int], list[int] | None]]:
+    """Map step: each message's digest (as learning takes it), its distinct tokens with
+    their counts, and its numeric features (if the model scores them; else None)."""
+    tokenize, cap, scored = state
+    out = []
+    for data in datas:
+        numeric: list[int] | None = [] if scored else None
+        out.append((headers.digest(data, cap), dict(Counter(tokenize(data, numeric))), numeric))
+    return out
+
+
+def run(
+    model: onemessage.OneModel, items: Iterable[Item], train_on_error: bool, progress: Callable[[int], None] | None, jobs: int = 1
+) -> Online:
+    scored: list[Scored] = []
+    problems: list[Problem] = []
+    odds: list[float] = []  # the text's log-odds, and the numeric features' log-ratios (spamnb.bayes.meta)
+    ratios: list[float] = []
+    spam: list[bool] = []
+    learnt = 0
+    batches: deque[list[Item]] = deque()
+
+    def tasks() -> Iterator[list[bytes]]:
+        for batch in chunks(items, CHUNK):
+            batches.append(batch)
+            yield [m.data for m in batch if not isinstance(m, Problem)]
+
+    for found in ordered_map(tokenise, (Tokenizer(model.tokens), model.tokens.max_bytes, model.scoring.meta != "none"), tasks(), jobs):
+        batch, results = batches.popleft(), iter(found)
+        for item in batch:
+            if progress:
+                progress(1)
+            if isinstance(item, Problem):
+                problems.append(item)
+                continue
+            key, counts, numeric = next(results)
+            cls = class_of(item)
+            if fit_points(len(odds)) and len(set(spam)) == 2:
+                z, positive = np.array(odds), np.array(spam)
+                if numeric is not None:  # the numeric features' weight too, as train fits it
+                    model.scoring.meta_weight = fit_meta_weight(z, np.array(ratios), positive)
+                    z = z + model.scoring.meta_weight * np.array(ratios)
+                model.scoring.calibration = fit_platt(z, positive)
+                model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
+            trained = min(model.docs) > 0
+            text = model.log_odds_of(counts) if trained else 0.0
+            ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
+            log_odds = text + model.scoring.meta_weight * ratio
+            p = model.scoring.probability(log_odds)
+            verdict = model.scoring.verdict(p)
+            scored.append(Scored(item.id, item.label, log_odds, p, verdict))
+            odds.append(text)
+            ratios.append(ratio)
+            spam.append(cls == LABEL_CLASS["spam"])
+            if train_on_error and verdict == item.label:
+                continue
+            before = model.learnt_class(key)
+            if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
+                old = headers.legacy_digest(item.data, model.tokens.max_bytes)
+                if model.learnt_class(old) is not None:
+                    key, before = old, model.learnt_class(old)
+            if before != cls:
+                model.learn(journal.Entry(key, before, cls, counts, numeric))
+                learnt += 1
+    return Online(scored, problems, learnt)
+
+
+def lam_percent(scored: list[Scored]) -> float:
+    """TREC's logistic average misclassification, in percent: the mean in log-odds of the
+    share of ham flagged and the share of spam not flagged (a share of 0 or of all taken
+    half a message from it, so that the mean stays finite)."""
+    ham = [s for s in scored if s.label == "ham"]
+    spam = [s for s in scored if s.label == "spam"]
+    if not ham or not spam:
+        return math.nan
+    ham_lost = min(max(sum(s.verdict == "spam" for s in ham), 0.5), len(ham) - 0.5)
+    spam_missed = min(max(sum(s.verdict != "spam" for s in spam), 0.5), len(spam) - 0.5)
+
+    def logit(x: float) -> float:
+        return math.log(x / (1 - x))
+
+    mean = (logit(ham_lost / len(ham)) + logit(spam_missed / len(spam))) / 2
+    return 100.0 / (1.0 + math.exp(-mean))
+
+
+def running_errors(scored: list[Scored], windows: int = 60) -> list[float]:
+    """The error rate (spam not flagged, ham flagged) over each of `windows` equal stretches of the stream."""
+    wrong = [(s.verdict == "spam") != (s.label == "spam") for s in scored]
+    size = max(1, -(-len(wrong) // windows))
+    return [sum(wrong[i : i + size]) / len(wrong[i : i + size]) for i in range(0, len(wrong), size)]
+
+
+BARS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(rates: list[float]) -> str:
+    """Rates as bars, the tallest the largest rate."""
+    top = max(rates, default=0.0)
+    if top <= 0:
+        return BARS[0] * len(rates)
+    return "".join(BARS[min(len(BARS) - 1, math.ceil(r / top * (len(BARS) - 1)))] for r in rates)

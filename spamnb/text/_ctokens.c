@@ -1,0 +1,210 @@
+/* The tokeniser's hot loop in C: a text's words, as spamnb.tokens.Tokenizer.words finds them.
+ *
+ * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
+ * module only scans one str for the words of tokens.word_pattern and filters them.  It must
+ * give exactly the pure path's tokens: tests/test_ctokens.py and `make fuzz` compare them.
+ *
+ * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
+ * apostrophes, dots and hyphens.  Words of min_len..max_len characters that are not in
+ * `stop` are kept, in order; then, for each word longer than max_len, "skip:" + its first
+ * character + its length in tens.  Plain CPython C API, no other dependency.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* ASCII letters and digits. */
+static unsigned char ascii_alnum[128];
+
+static inline int is_letter(Py_UCS4 ch)
+{
+    return ch < 128 ? ascii_alnum[ch] : Py_UNICODE_ISALNUM(ch);
+}
+
+static inline int is_joiner(Py_UCS4 ch)
+{
+    return ch == '\'' || ch == '.' || ch == '-';
+}
+
+/* text[start:end], with `prefix` before it when prefix is not empty. */
+static PyObject *
+word_string(PyObject *text, int ascii, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix)
+{
+    Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
+    if (ascii && (plen == 0 || PyUnicode_IS_ASCII(prefix))) {
+        PyObject *out = PyUnicode_New(plen + end - start, 127);
+        if (out == NULL)
+            return NULL;
+        char *dest = (char *)PyUnicode_DATA(out);
+        if (plen)
+            memcpy(dest, PyUnicode_DATA(prefix), (size_t)plen);
+        memcpy(dest + plen, (const char *)data + start, (size_t)(end - start));
+        return out;
+    }
+    PyObject *word = PyUnicode_Substring(text, start, end);
+    if (word == NULL || plen == 0)
+        return word;
+    PyObject *out = PyUnicode_Concat(prefix, word);
+    Py_DECREF(word);
+    return out;
+}
+
+/* "skip:" + first character + length rounded down to tens, as the pure path's f-string. */
+static PyObject *
+skip_token(Py_UCS4 first, Py_ssize_t length)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%zd", length / 10 * 10);
+    if (n < 0 || n >= (int)sizeof digits) {
+        PyErr_SetString(PyExc_SystemError, "skip token length");
+        return NULL;
+    }
+    PyObject *out = PyUnicode_New(5 + 1 + n, first > 127 ? first : 127);
+    if (out == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(out);
+    void *data = PyUnicode_DATA(out);
+    const char *head = "skip:";
+    for (Py_ssize_t i = 0; i < 5; i++)
+        PyUnicode_WRITE(kind, data, i, (Py_UCS4)(unsigned char)head[i]);
+    PyUnicode_WRITE(kind, data, 5, first);
+    for (int i = 0; i < n; i++)
+        PyUnicode_WRITE(kind, data, 6 + i, (Py_UCS4)(unsigned char)digits[i]);
+    return out;
+}
+
+/* Append `item` to `list` and drop the reference; -1 on error. */
+static int
+append_new(PyObject *list, PyObject *item)
+{
+    if (item == NULL)
+        return -1;
+    int failed = PyList_Append(list, item);
+    Py_DECREF(item);
+    return failed;
+}
+
+PyDoc_STRVAR(words_doc,
+"words(text, min_len, max_len, stop, prefix='') -> list[str]\n\n"
+"The words of `text` (runs of letters joined by inner ' . -) of min_len..max_len characters\n"
+"and not in the set `stop` (or None), each after `prefix`; then skip:<first><length in tens>\n"
+"for each word longer than max_len.");
+
+static PyObject *
+words(PyObject *module, PyObject *args)
+{
+    PyObject *text, *stop, *prefix = NULL;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "UnnO|U:words", &text, &lo, &hi, &stop, &prefix))
+        return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    /* Before 3.12 a str made by the legacy API may not be in its compact form yet. */
+    if (PyUnicode_READY(text) < 0 || (prefix != NULL && PyUnicode_READY(prefix) < 0))
+        return NULL;
+#endif
+    if (stop == Py_None)
+        stop = NULL;
+    else if (!PyAnySet_Check(stop)) {
+        PyErr_SetString(PyExc_TypeError, "stop must be a set, a frozenset or None");
+        return NULL;
+    }
+    if (lo < 1 || hi < lo) {
+        PyErr_SetString(PyExc_ValueError, "need 1 <= min_len <= max_len");
+        return NULL;
+    }
+    PyObject *empty = PyUnicode_New(0, 0);
+    if (empty == NULL)
+        return NULL;
+    if (prefix == NULL)
+        prefix = empty;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int ascii = PyUnicode_IS_ASCII(text);
+    PyObject *out = PyList_New(0), *skips = NULL;
+    if (out == NULL)
+        goto fail;
+
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (!is_letter(PyUnicode_READ(kind, data, i))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        for (;;) {
+            while (i < n && is_letter(PyUnicode_READ(kind, data, i)))
+                i++;
+            if (i + 1 < n && is_joiner(PyUnicode_READ(kind, data, i)) && is_letter(PyUnicode_READ(kind, data, i + 1)))
+                i++;
+            else
+                break;
+        }
+        Py_ssize_t length = i - start;
+        if (length > hi) {
+            if (skips == NULL && (skips = PyList_New(0)) == NULL)
+                goto fail;
+            if (append_new(skips, skip_token(PyUnicode_READ(kind, data, start), length)) < 0)
+                goto fail;
+            continue;
+        }
+        if (length < lo)
+            continue;
+        PyObject *word;
+        if (stop == NULL)
+            word = word_string(text, ascii, data, start, i, prefix);
+        else {
+            /* Stopwords are bare words, as the pure path tests them before any prefix. */
+            PyObject *bare = word_string(text, ascii, data, start, i, empty);
+            if (bare == NULL)
+                goto fail;
+            int found = PySet_Contains(stop, bare);
+            if (found != 0) {
+                Py_DECREF(bare);
+                if (found < 0)
+                    goto fail;
+                continue;
+            }
+            if (PyUnicode_GET_LENGTH(prefix) == 0)
+                word = bare;
+            else {
+                word = PyUnicode_Concat(prefix, bare);
+                Py_DECREF(bare);
+            }
+        }
+        if (word == NULL)
+            goto fail;
+        if (append_new(out, word) < 0)
+            goto fail;
+    }
+    if (skips != NULL) {
+        Py_ssize_t m = PyList_GET_SIZE(out);
+        if (PyList_SetSlice(out, m, m, skips) < 0)
+            goto fail;
+        Py_DECREF(skips);
+    }
+    Py_XDECREF(empty);
+    return out;
+
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(skips);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"words", words, METH_VARARGS, words_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner in C (see spamnb.text.tokens).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__ctokens(void)
+{
+    for (int c = 0; c < 128; c++)
+        ascii_alnum[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    return PyModule_Create(&module);
+}
