@@ -203,10 +203,10 @@ class Corpus:
         self.rng = random.Random(SEED)
         self.lists = read_lists()
         self.templates = {"ham": read_templates("ham"), "spam": read_templates("spam")}
-        self.contacts = [self.person(lang) for lang in "en en en en en en en en en en en en de de de fr fr es es ru ru ja zh".split()]
+        self.contacts = [self.person(lang) for lang in ("en",) * 12 + ("de", "de", "de", "fr", "fr", "es", "es", "ru", "ru", "ja", "zh")]
         self.contacts[1].mailer = 8  # an uncle who never changed his mail program
         self.colleagues = [self.person("en", WORK, "corp", 3) for _ in range(8)]
-        self.members = [self.person(lang) for lang in "en en en en en en en en en en de fr es ru".split()]
+        self.members = [self.person(lang) for lang in ("en",) * 10 + ("de", "fr", "es", "ru")]
 
     def mailer(self, kind: str) -> int:
         return self.rng.choices(range(len(MAILERS)), MAILER_WEIGHTS[kind])[0]
@@ -355,7 +355,7 @@ def encoded_word(text: str, charset: str) -> str:
     """An RFC 2047 form of TEXT (as is when ASCII), in words short enough for a folded line."""
     if text.isascii():
         return text
-    step = 24 if charset.startswith("iso-8859") or charset == "utf-8" and sum(ord(c) > 127 for c in text) < len(text) / 3 else 10
+    step = 24 if charset.startswith("iso-8859") or (charset == "utf-8" and sum(ord(c) > 127 for c in text) < len(text) / 3) else 10
     words = []
     for i in range(0, len(text), step):
         data = text[i : i + step].encode(charset)
@@ -461,7 +461,7 @@ def multipart(rng: random.Random, subtype: str, parts: list[list[str]]) -> list[
 def render(rng: random.Random, msg: Message, tpl: Template, route: str, lang: str, subject: str, body: str, extra: list[tuple[str, str]], listname: str | None) -> bytes:
     sender, when, spam = msg.sender, msg.when, msg.kind == "spam"
     to = f"{ME[0]} {ME[1]} <{ME[2]}>"
-    work = tpl["from"] == "colleague" or tpl.get("to") == "work" or spam and rng.random() < 0.15
+    work = tpl["from"] == "colleague" or tpl.get("to") == "work" or (spam and rng.random() < 0.15)
     to = f"{ME[0]} {ME[1]} <robin.alder@{WORK}>" if work else to
     fields, path = received(rng, route, sender, when, listname, work and tpl["from"] != "colleague")
     header_charset = "utf-8" if lang == "en" else next(c for c, _ in CHARSETS[lang])
