@@ -28,7 +28,7 @@ demo-steps:
 	$(SPAMNB) -q train -m $(DEMO)/model.npz --spam $(DEMO)/corpus/spam.mbox --ham $(DEMO)/corpus/ham.mbox
 	$(SPAMNB) -q eval --index $(DEMO)/corpus/index --folds 5
 	$(SPAMNB) -q classify -m $(DEMO)/model.npz $(DEMO)/corpus/unseen
-	for message in $(DEMO)/corpus/unseen/*.eml; do $(SPAMNB) -q inspect -m $(DEMO)/model.npz --explain $$message --top 3 || exit 1; done
+	$(SPAMNB) -q inspect -m $(DEMO)/model.npz --explain $(DEMO)/corpus/unseen --top 3
 
 lint: install
 	$(BIN)/ruff check spamnb tests bench sample_corpus
