@@ -9,7 +9,9 @@ users' files stay apart.  As anyone else it runs rootless, everything under that
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import imaplib
+import json
 import os
 import pwd
 import re
@@ -284,21 +286,39 @@ def set_learner(d: Dovecot, spamnb: str, timeout: int = 60) -> None:
     os.chmod(conf, 0o644)
 
 
+# Test runs on one machine (several checkouts' suites at once) share the folders they open:
+# each holds this lock shared while inside, the last one out puts the modes back from the
+# record the first one in wrote.
+TRAVERSE_LOCK = Path(tempfile.gettempdir()) / "spamnb-dovecot-traverse.lock"
+TRAVERSE_RECORD = Path(tempfile.gettempdir()) / "spamnb-dovecot-traverse.json"
+
+
 @contextlib.contextmanager
 def traversable(*paths: str) -> Iterator[None]:
     """The folders on the way to `paths` searchable by other users while inside: Dovecot
     runs the learner as the mail user, who must reach the interpreter (under root's 0700
-    home where pyenv put it) and the repository.  Search only (o+x, no listing), and each
-    folder's mode is put back on leaving."""
-    changed: list[tuple[Path, int]] = []
-    try:
+    home where pyenv put it) and the repository.  Search only (o+x, no listing); the modes
+    are put back when the last test run on the machine that needed them leaves."""
+    with open(TRAVERSE_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = json.loads(TRAVERSE_RECORD.read_text()) if TRAVERSE_RECORD.exists() else {}
         for path in paths:
             for folder in Path(os.path.realpath(path)).parents:
                 mode = folder.stat().st_mode
                 if not mode & 0o001:
                     os.chmod(folder, mode | 0o001)
-                    changed.append((folder, mode))
-        yield
-    finally:
-        for folder, mode in reversed(changed):
-            os.chmod(folder, mode & 0o7777)
+                    record[str(folder)] = mode & 0o7777
+        TRAVERSE_RECORD.write_text(json.dumps(record))
+        fcntl.flock(lock, fcntl.LOCK_SH)  # a downgrade: others may come in, none may restore
+        try:
+            yield
+        finally:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the last one out
+            except BlockingIOError:
+                return
+            record = json.loads(TRAVERSE_RECORD.read_text()) if TRAVERSE_RECORD.exists() else {}
+            for folder, mode in record.items():
+                with contextlib.suppress(OSError):
+                    os.chmod(folder, mode)
+            TRAVERSE_RECORD.unlink(missing_ok=True)
