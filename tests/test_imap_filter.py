@@ -36,7 +36,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[dovecot.Dovecot]:
-    with dovecot.running(("alice", "bob", "carol", "dave", "erin")) as d:
+    with dovecot.running(("alice", "bob", "carol", "dave", "erin", "frank")) as d:
         yield d
 
 
@@ -163,6 +163,28 @@ def test_errors_are_one_line_and_move_nothing(server: dovecot.Dovecot, home: Pat
         done = spamnb(home, "imap-filter", *login(server, "dave"), url, "--spam-folder", "Junk")
     assert done.returncode == 3 and "another imap-filter run" in done.stderr, done.stderr
     assert subjects(server, "dave", "Junk") == []
+
+
+def test_a_message_the_server_cannot_give_stays_and_the_rest_are_filtered(server: dovecot.Dovecot, home: Path) -> None:
+    """One message's file is broken on the server's disk (cut short in place): Dovecot hangs
+    up on the client as it sends it.  imap-filter logs in again, leaves that one where it is,
+    names it (exit 1), moves the rest, and does not trip over it on the next run."""
+    fill(server, "frank", [*SPAM[:3], *HAM[:2]])
+    broken = subject(SPAM[1])
+    files = [p for sub in ("cur", "new") for p in (server.users["frank"].maildir / sub).iterdir()]
+    victim = next(p for p in files if broken in p.read_bytes())
+    with open(victim, "r+b") as f:  # the same file, shorter than Dovecot's index says
+        f.truncate(10)
+    url = server.url("frank")
+    done = spamnb(home, "imap-filter", *login(server, "frank"), url, "--spam-folder", "Junk")
+    assert done.returncode == 1, done.stderr
+    assert "hung up sending it" in done.stderr and ";UID=2" in done.stderr and "left in INBOX" in done.stderr, done.stderr
+    assert "moved 2 to Junk" in done.stderr and "Traceback" not in done.stderr
+    assert set(subjects(server, "frank", "Junk")) == {subject(SPAM[0]), subject(SPAM[2])}
+    with server.connect("frank") as client:  # the two ham and the broken one (whose text the server cannot give)
+        assert client.select("INBOX", readonly=True)[1] == [b"3"]
+    again = spamnb(home, "imap-filter", *login(server, "frank"), url, "--spam-folder", "Junk")
+    assert again.returncode == 0 and "0 new scored" in again.stderr, again.stderr
 
 
 def test_without_move_a_connection_cut_after_copy_loses_nothing(
