@@ -279,10 +279,11 @@ def install_learner(d: Dovecot, spamnb: str) -> None:
         os.chmod(path, 0o644)
 
 
-def set_learner(d: Dovecot, spamnb: str, timeout: int = 60) -> None:
-    """The wrapper's spamnb-learn.conf: the command it runs and how long it may take."""
+def set_learner(d: Dovecot, spamnb: str, timeout: int = 60, spool: str | None = None) -> None:
+    """The wrapper's spamnb-learn.conf: the command it runs, how long it may take, and
+    where it spools (None: its default)."""
     conf = d.root / "sieve-pipe" / "spamnb-learn.conf"
-    conf.write_text(f"SPAMNB='{spamnb}'\nSPAMNB_LEARN_TIMEOUT={timeout}\n")
+    conf.write_text(f"SPAMNB='{spamnb}'\nSPAMNB_LEARN_TIMEOUT={timeout}\n" + (f"SPAMNB_SPOOL='{spool}'\n" if spool else ""))
     os.chmod(conf, 0o644)
 
 

@@ -30,9 +30,9 @@ def server() -> Iterator[dovecot.Dovecot]:
 
 
 @pytest.fixture
-def learner(server: dovecot.Dovecot) -> Iterator[Callable[[str], None]]:
-    """Set the command the wrapper runs for one test; spamnb again afterwards."""
-    yield lambda command: dovecot.set_learner(server, command)
+def learner(server: dovecot.Dovecot) -> Iterator[Callable[..., None]]:
+    """Set the command the wrapper runs (and its spool) for one test; spamnb again afterwards."""
+    yield lambda command, spool=None: dovecot.set_learner(server, command, spool=spool)
     dovecot.set_learner(server, SPAMNB)
 
 
@@ -141,7 +141,7 @@ def test_deleting_from_junk_or_moving_to_trash_learns_nothing(server: dovecot.Do
     assert len(uids(server, "alice", "Trash")) == 1
 
 
-def test_a_failing_learner_keeps_the_move_and_the_message(server: dovecot.Dovecot, learner: Callable[[str], None]) -> None:
+def test_a_failing_learner_keeps_the_move_and_the_message(server: dovecot.Dovecot, learner: Callable[..., None]) -> None:
     alice = fresh(server, "alice")
     learner("/bin/false")
     before = messages(alice)
@@ -156,7 +156,19 @@ def test_a_failing_learner_keeps_the_move_and_the_message(server: dovecot.Doveco
         path.unlink()
 
 
-def test_a_hung_learner_does_not_hold_up_the_move(server: dovecot.Dovecot, learner: Callable[[str], None]) -> None:
+def test_a_wrapper_that_cannot_spool_keeps_the_move(server: dovecot.Dovecot, learner: Callable[..., None]) -> None:
+    """The wrapper itself fails (its spool cannot be made: exit 75 to Dovecot): the user's
+    MOVE still succeeds and the message is where the user put it, once."""
+    alice = fresh(server, "alice")
+    learner(SPAMNB, spool="/proc/no-spool-here")
+    before = messages(alice)
+    deliver(server, "alice", "INBOX", spam())
+    move(server, "alice", "INBOX", "Junk")
+    assert len(uids(server, "alice", "Junk")) == 1 and not uids(server, "alice", "INBOX")
+    assert messages(alice) == before
+
+
+def test_a_hung_learner_does_not_hold_up_the_move(server: dovecot.Dovecot, learner: Callable[..., None]) -> None:
     """The learner waits for the test's word: the MOVE has returned, the message is in
     Junk, while the learner is still running."""
     alice = fresh(server, "alice")
