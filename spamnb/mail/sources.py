@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
+from spamnb.mail import headers
+
 LABELS = ("ham", "spam")
 T = TypeVar("T")
 
@@ -61,9 +63,7 @@ ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 # Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
 MARKED_LINE = re.compile(rb"^>*From ", re.M)
 BLOCK = 1 << 16
-# Bytes read beyond the tokeniser's cap: the envelope line and verdict headers it strips
-# before capping, so that what it sees does not depend on where the read stopped.
-HEADROOM = 1 << 16
+HEADROOM = headers.HEADROOM
 NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
 
 
