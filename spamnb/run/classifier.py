@@ -236,7 +236,14 @@ def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key
     return changes
 
 
-Sampled = tuple[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | None", int]
+class Sampled(NamedTuple):
+    """A learnt message as the calibration samples it."""
+
+    cols: np.ndarray  # vocabulary columns
+    counts: np.ndarray
+    fields: np.ndarray | None  # each token's header field, where the event model scores them apart
+    numeric: np.ndarray | None  # the numeric features, where the model scores them
+    cls: int
 
 
 def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
@@ -314,7 +321,7 @@ def learnt_in(chunk: Chunk, change: Changes, mapping: np.ndarray) -> Iterator[Sa
             part = slice(starts[i], starts[i + 1])
             fields = None if rows.fields is None else rows.fields[part]
             numeric = None if chunk.numeric is None else chunk.numeric[i]
-            yield mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls
+            yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls)
 
 
 def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: Changes) -> np.ndarray:

@@ -176,13 +176,13 @@ class Partial(NamedTuple):
     """The count changes of a run of shards (learnt minus forgotten) over its own
     vocabulary (columns by first sight); the client adds the root's into the model.
 
-    `sample`: the calibration's messages among them, (offer number, columns, counts,
-    fields, numeric features, class), as `classifier.Reservoir` would hold them.
+    `sample`: the calibration's messages among them, (offer number, sample), as
+    `classifier.Reservoir` would hold them.
     `moments`: the numeric features' (spamnb.bayes.meta), signed: exact, so never below zero."""
 
     tokens: list[str]
     counts: nb.Counts
-    sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]]
+    sample: list[tuple[int, classifier.Sampled]]
     moments: np.ndarray
 
 
@@ -229,7 +229,7 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
         mapping = classifier.apply_changes(model, vocab, chunk, change)
         for learnt in classifier.learnt_in(chunk, change, mapping):
             if offer in keep:
-                sample.append((offer, *learnt))
+                sample.append((offer, learnt))
             offer += 1
     model.counts.grow(len(vocab))
     return Partial(vocab.tokens, model.counts, sample, model.moments)
@@ -248,7 +248,7 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     vocab = Vocabulary(a.tokens)
     cols = np.asarray(vocab.grow(b.tokens), dtype=np.int64)
     width = len(vocab)
-    sample = a.sample + [(offer, cols[c], counts, fields, numeric, cls) for offer, c, counts, fields, numeric, cls in b.sample]
+    sample = a.sample + [(offer, s._replace(cols=cols[s.cols])) for offer, s in b.sample]
     return Partial(vocab.tokens, added(a.counts, b.counts, cols, width), sample, a.moments + b.moments)
 
 
@@ -336,9 +336,8 @@ def learn(
     counts.clamp()  # as classifier.learn: once, after all the changes
     model.moments += root.moments
     if root.sample:
-        by_offer = {s[0]: s for s in root.sample}
-        items = [by_offer[offer] for offer in slots]
-        classifier.calibrate_on(model, [(cols[c], n, f, q, k) for _, c, n, f, q, k in items], jobs)
+        by_offer = dict(root.sample)
+        classifier.calibrate_on(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
     return report
 
 
