@@ -291,3 +291,17 @@ def test_procmail_recipe_delivers_when_the_filter_fails(mailhome: tuple[Path, li
     assert b"failure" in done.stderr  # procmail says so, and delivers all the same
     [[inbox]] = delivered(home).values()
     assert inbox.rstrip(b"\n") == message.rstrip(b"\n") and (home / "Mail/INBOX/new").is_dir()
+
+
+def test_the_readmes_dump_and_restore_move_the_model(home: Path) -> None:
+    assert run(f"{SPAMNB} -q train --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur", home).returncode == 0
+    lines = commands(section("Dump and restore"))
+    assert [line.split()[1] for line in lines] == ["dump", "restore"]
+    for line in lines:
+        done = run(line, home)
+        assert done.returncode == 0, (line, done.stderr.decode())
+    import numpy as np
+
+    with np.load(home / ".local/share/spamnb/model.npz") as dumped, np.load(home / "moved/model.npz") as restored:
+        assert dumped.files == restored.files
+        assert all(np.array_equal(dumped[k], restored[k]) and dumped[k].dtype == restored[k].dtype for k in dumped.files)
