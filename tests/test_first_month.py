@@ -12,7 +12,10 @@ import os
 import pty
 import re
 import select
+import shlex
+import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +28,21 @@ from hypothesis import strategies as st
 from spamnb.mail import headers
 from spamnb.models import store
 from tests.conftest import make_mail
-from tests.test_readme import CORPUS, SPAMNB
+from tests.test_readme import (
+    CORPUS,
+    PROCMAIL,
+    README_SPAMNB,
+    ROOT,
+    SPAMNB,
+    STAMP,
+    as_printed,
+    blocks,
+    commands,
+    deliver,
+    mailhome,  # noqa: F401 - a fixture
+    needs_procmail,
+    section,
+)
 
 SAMPLE_SPAM = sorted(p for p in (CORPUS / "maildir" / "spam").rglob("*") if p.is_file() and not p.name.startswith("."))
 SAMPLE_HAM = sorted(p for p in (CORPUS / "maildir" / "ham").rglob("*") if p.is_file() and not p.name.startswith("."))
@@ -47,6 +64,146 @@ def model(tmp_path: Path) -> Path:
     done = spamnb("-q", "train", "-m", path, "--spam", CORPUS / "maildir" / "spam", "--ham", CORPUS / "maildir" / "ham")
     assert done.returncode == 0, done.stderr.decode()
     return path
+
+
+# --- 1. the cron line learns only the mail the user has reviewed ----------------------------
+
+
+def cron(command: str, home: Path) -> subprocess.CompletedProcess[bytes]:
+    """As cron runs a job: /bin/sh, PATH=/usr/bin:/bin (no venv), HOME set."""
+    return subprocess.run(["/bin/sh", "-c", command], env={"PATH": "/usr/bin:/bin", "HOME": str(home)}, capture_output=True, timeout=120)
+
+
+def cron_command() -> str:
+    line = blocks("crontab")[0].strip().splitlines()[-1]
+    return as_printed(line.split(None, 5)[5])
+
+
+def review(home: Path, folder: str) -> list[Path]:
+    """What a mail reader does to the messages it has shown: new/ to cur/, flagged seen."""
+    moved = []
+    for path in sorted((home / "Mail" / folder / "new").glob("*")):
+        target = home / "Mail" / folder / "cur" / f"{path.name}:2,S"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(target)
+        moved.append(target)
+    return moved
+
+
+@needs_procmail
+def test_a_month_of_mail_learns_only_what_was_reviewed(mailhome: tuple[Path, list[bytes]]) -> None:  # noqa: F811
+    """Delivery through the README's procmail recipe, a review in the mail reader (Unsure/
+    judged with the README's keys and moved), the README's cron line: the mail nobody has
+    looked at is not learnt, a verdict the user corrected is learnt as corrected."""
+    home, new = mailhome
+    model = home / ".local/share/spamnb/model.npz"
+    spam = {p.read_bytes() for p in SAMPLE_SPAM}
+    labels = {m: "spam" if m in spam else "ham" for m in new}
+    arrived, later = new[:-4], new[-4:]
+    for message in arrived:
+        assert deliver(home, message).returncode == 0
+    before = learnt(model)
+    # The review: INBOX and Spam are read; each unsure message is judged with the reader's
+    # keys (the README's mutt macros) and then moved where it belongs.
+    keys = dict(zip(("spam", "ham"), (as_printed(m) for m in re.findall(r"<pipe-message>(.*?)<enter>", blocks("muttrc")[0])[:2]), strict=True))
+    true_label = {m.rstrip(b"\n"): labels[m] for m in new}
+    reviewed = {"spam": 0, "ham": 0}
+    for folder in ("INBOX", "Spam", "Unsure"):
+        for path in review(home, folder):
+            data = path.read_bytes()
+            label = true_label[STAMP.sub(b"", data, count=1).rstrip(b"\n")]
+            reviewed[label] += 1
+            if folder == "Unsure":
+                done = subprocess.run(["/bin/sh", "-c", keys[label]], input=data, env={"PATH": "/usr/bin:/bin", "HOME": str(home)}, capture_output=True, timeout=120)
+                assert done.returncode == 0, done.stderr.decode()
+                path.rename(home / "Mail" / ("Spam" if label == "spam" else "INBOX") / "cur" / path.name)
+            elif (folder == "Spam") != (label == "spam"):  # a verdict the user corrects by moving the message
+                path.rename(home / "Mail" / ("Spam" if label == "spam" else "INBOX") / "cur" / path.name)
+    # Mail that came after the review waits in new/ (the filter's verdict only).
+    for message in later:
+        assert deliver(home, message).returncode == 0
+    waiting = sum(len(list((home / "Mail" / f / "new").glob("*"))) for f in ("INBOX", "Spam", "Unsure") if (home / "Mail" / f).is_dir())
+    assert waiting == len(later)
+    done = cron(cron_command(), home)
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr.decode()
+    # Each reviewed message is learnt once, as its true class; nothing still in new/ is.
+    # (The mailhome model learnt the other half of the sample; `new` is disjoint from it.)
+    assert learnt(model) == {k: before[k] + reviewed[k] for k in before}
+    for message in later:
+        check = spamnb("train", "--dry-run", "-m", model, f"--{labels[message]}", "-", stdin=message)
+        assert b"would learn 1, move 0" in check.stderr, check.stderr.decode()
+
+
+def test_the_readme_says_what_to_do_with_unsure_mail() -> None:
+    text = section("Retraining from folders with cron")
+    assert "Unsure/" in text and "cur/" in text
+    assert "--spam ~/Mail/Spam/cur" in cron_command() and "--ham ~/Mail/INBOX/cur" in cron_command()
+
+
+# --- 2. make demo installs the runtime; spamnb on PATH ---------------------------------------
+
+
+def make_dry_run(target: str, venv: Path) -> str:
+    done = subprocess.run(["make", "-n", "-B", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def pip_installs(script: str) -> list[str]:
+    return [line for line in script.splitlines() if re.search(r"\bpip\b.* install\b", line)]
+
+
+def test_make_demo_installs_the_runtime_only_and_make_test_adds_the_test_tools(tmp_path: Path) -> None:
+    demo = pip_installs(make_dry_run("demo", tmp_path / "venv"))
+    assert demo, "make demo installs spamnb"
+    # no extras: pip installs the runtime that pyproject.toml declares (click numpy scipy rich)
+    assert not any("[" in line for line in demo), demo
+    test = pip_installs(make_dry_run("test", tmp_path / "venv"))
+    assert any(re.search(r"\.\[[^]]*test", line) for line in test), test
+
+
+# The README's way onto PATH is run as printed by the interpreter the venvs were made from.
+BASE_PYTHON = Path(getattr(sys, "_base_executable", sys.executable))
+# pip's index here is the machine's own copy of PyPI: the test makes no network request.
+LOCAL_INDEX = Path("/opt/pypi/simple")
+
+
+@pytest.mark.skipif(not LOCAL_INDEX.is_dir(), reason="no local package index: installing would need the network")
+def test_spamnb_goes_on_path_as_the_readme_says(tmp_path: Path) -> None:
+    """`pip install --user .` in a clone, then `spamnb` as cron and procmail find it."""
+    home = tmp_path / "home"
+    clone = home / "spamnb"
+    shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.so", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "demo-out"))
+    lines = commands(section("spamnb on your PATH"))
+    setup = [line for line in re.findall(r"```sh\n(.*?)```", section("spamnb on your PATH"), flags=re.S)[0].splitlines() if line.strip()]
+    env = {
+        "HOME": str(home),
+        "PATH": f"{BASE_PYTHON.parent}:/usr/bin:/bin",
+        "PIP_INDEX_URL": LOCAL_INDEX.as_uri(),
+        "PIP_EXTRA_INDEX_URL": "",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    for line in setup:
+        if line.lstrip().startswith("spamnb"):
+            break
+        done = subprocess.run(["bash", "-c", line.split("  #")[0]], cwd=clone, env=env, capture_output=True, timeout=600)
+        assert done.returncode == 0, (line, done.stderr.decode()[-2000:])
+    installed = home / ".local" / "bin" / "spamnb"
+    assert installed.is_file()
+    # with the README's full path, from cron's environment, away from the clone and its venv
+    shutil.rmtree(clone)
+    assert README_SPAMNB == "$HOME/.local/bin/spamnb"
+    version = cron(f"{README_SPAMNB} --version", home)
+    assert version.returncode == 0 and b"spamnb" in version.stdout, version.stderr.decode()
+    (home / "Mail").mkdir()
+    shutil.copytree(CORPUS / "maildir" / "spam", home / "Mail" / "Spam")
+    shutil.copytree(CORPUS / "maildir" / "ham", home / "Mail" / "INBOX")
+    done = cron(cron_command().replace(SPAMNB, README_SPAMNB), home)
+    assert done.returncode == 0, done.stderr.decode()
+    # and on a login shell's PATH, as the Quick start uses it
+    assert lines and all(line.startswith("spamnb") for line in lines)
+    shown = subprocess.run(["bash", "-c", lines[0]], env={"HOME": str(home), "PATH": f"{home}/.local/bin:/usr/bin:/bin"}, capture_output=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr.decode()
 
 
 # --- 3. input that is not mail --------------------------------------------------------------
@@ -307,3 +464,84 @@ def test_restore_refuses_a_damaged_dump_and_an_existing_model(model: Path, tmp_p
     done = spamnb("restore", "-m", model, "-", stdin=text)
     assert done.returncode == 3 and b"exists" in done.stderr
     assert model.read_bytes() == before
+
+
+# --- 7. a systemd user timer and a system-wide procmail recipe --------------------------------
+
+
+def unit_files() -> dict[str, str]:
+    """The README's systemd units, each block headed by a comment naming its file."""
+    found = {}
+    for block in blocks("ini"):
+        first, _, rest = block.partition("\n")
+        match = re.fullmatch(r"# ~/\.config/systemd/user/(\S+)", first.strip())
+        if match:
+            found[match.group(1)] = rest
+    return found
+
+
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+
+
+def test_the_systemd_timer_runs_the_cron_lines_command(tmp_path: Path) -> None:
+    units = unit_files()
+    assert set(units) == {"spamnb-train.service", "spamnb-train.timer"}
+    home = tmp_path / "home"
+    shutil.copytree(CORPUS / "maildir" / "spam", home / "Mail" / "Spam")
+    shutil.copytree(CORPUS / "maildir" / "ham", home / "Mail" / "INBOX")
+    exec_start = re.search(r"^ExecStart=(.*)$", units["spamnb-train.service"], re.M).group(1)  # type: ignore[union-attr]
+    # the cron line's command, with systemd's %h for the home
+    printed = blocks("crontab")[0].strip().splitlines()[-1].split(None, 5)[5]
+    assert exec_start.replace("%h", "~") == printed.replace("$HOME", "~")
+    if SYSTEMD_ANALYZE:
+        folder = home / ".config" / "systemd" / "user"
+        folder.mkdir(parents=True)
+        for name, text in units.items():
+            (folder / name).write_text(text)
+        (home / ".local" / "bin").mkdir(parents=True)
+        os.symlink(SPAMNB, home / ".local" / "bin" / "spamnb")
+        runtime = tmp_path / "run"
+        runtime.mkdir(mode=0o700)
+        env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(runtime)}
+        done = subprocess.run([SYSTEMD_ANALYZE, "verify", "--user", *(str(folder / n) for n in units)], env=env, capture_output=True, timeout=60)
+        assert done.returncode == 0, done.stderr.decode()
+    # run as the service manager runs it: no shell, %h the home, a minimal environment, twice
+    argv = [arg.replace("%h", str(home)) for arg in shlex.split(exec_start)]
+    argv[0] = SPAMNB
+    for _ in range(2):
+        done = subprocess.run(argv, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=120)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), done.stderr.decode()
+    assert learnt(home / ".local/share/spamnb/model.npz") == {
+        "spam": len(list((home / "Mail/Spam/cur").iterdir())),
+        "ham": len(list((home / "Mail/INBOX/cur").iterdir())),
+    }
+
+
+@needs_procmail
+def test_the_system_wide_procmail_recipe_gives_each_user_their_own_model(tmp_path: Path) -> None:
+    """/etc/procmailrc as the README prints it: every user's mail through that user's model
+    (one model per $LOGNAME), filed in their inbox stamped by it."""
+    recipe = next(b for b in blocks("procmail") if b.startswith("# /etc/procmailrc")).replace("/usr/local/bin/spamnb", SPAMNB)
+    models = tmp_path / "var" / "lib" / "spamnb"
+    recipe = recipe.replace("/var/lib/spamnb", str(models))
+    rcfile = tmp_path / "procmailrc"
+    rcfile.write_text(recipe)
+    message = SAMPLE_SPAM[0].read_bytes()
+    # alice has learnt this message as spam, bob as ham
+    for user, label in (("alice", "spam"), ("bob", "ham")):
+        path = models / user / "model.npz"
+        rest = [arg for cls, files in (("spam", SAMPLE_SPAM[1::2]), ("ham", SAMPLE_HAM[1::2])) for f in files for arg in (f"--{cls}", f)]
+        done = spamnb("-q", "train", "-m", path, f"--{label}", SAMPLE_SPAM[0], *rest)
+        assert done.returncode == 0, done.stderr.decode()
+    scores = {}
+    for user in ("alice", "bob"):
+        user_home = tmp_path / user
+        user_home.mkdir()
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(user_home), "LOGNAME": user}
+        done = subprocess.run([PROCMAIL, f"HOME={user_home}", f"LOGNAME={user}", f"DEFAULT={user_home}/Maildir/", str(rcfile)], input=message, env=env, capture_output=True, timeout=120)
+        assert (done.returncode, done.stderr) == (0, b""), done.stderr.decode()
+        [filed] = list((user_home / "Maildir" / "new").iterdir())
+        stamp = re.search(rb"^X-Spamnb: \w+, score=(\d\.\d{4})$", filed.read_bytes(), re.M)
+        assert stamp, filed.read_bytes()[:300]
+        scores[user] = float(stamp.group(1))
+    assert scores["alice"] > 0.5 > scores["bob"], scores

@@ -104,7 +104,7 @@ def test_quick_start_runs(home: Path) -> None:
 
 def test_procmail_filter_command_stamps_and_exits_zero(home: Path) -> None:
     recipe = blocks("procmail")[0]
-    assert re.search(r"^SPAMNB=\$HOME/spamnb/\.venv/bin/spamnb$", recipe, re.M)
+    assert re.search(r"^SPAMNB=\$HOME/\.local/bin/spamnb$", recipe, re.M)
     pipe_lines = [line.lstrip("| ").strip() for line in recipe.splitlines() if line.startswith("|")]
     assert pipe_lines == ["$SPAMNB classify --pipe --exit-zero"]
     command = pipe_lines[0].replace("$SPAMNB", SPAMNB)
@@ -202,7 +202,7 @@ def test_cutoff_examples_run_as_described(home: Path) -> None:
 
 
 # The README's recipes name spamnb by this full path; the tests put this venv's in its place.
-README_SPAMNB = "$HOME/spamnb/.venv/bin/spamnb"
+README_SPAMNB = "$HOME/.local/bin/spamnb"
 SPAMNB = str(Path(sys.executable).parent / "spamnb")
 PROCMAIL = shutil.which("procmail")
 # .ci/run sets SPAMNB_NEED_PROCMAIL=1 (and installs procmail): there a missing procmail fails.
