@@ -184,26 +184,26 @@ def quiet_option(fn: F) -> F:
 
 
 def cutoff_options(fn: F) -> F:
+    # Plain floats: the one check of a pair of cut-offs is the Scoring's (`with_cutoffs`).
     fn = click.option(
-        "--ham-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        "--ham-cutoff", type=float, default=None, metavar="P",
         help="Ham when P(spam) <= P; between the cut-offs, unsure. [default: the model's, else 0.1]",
     )(fn)
     fn = click.option(
-        "--spam-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
-        help="Spam when P(spam) >= P (and above the model's ham-loss floor: see inspect). [default: the model's, else 0.95]",
+        "--spam-cutoff", type=float, default=None, metavar="P",
+        help="Spam when P(spam) >= P, as given: the model's ham-loss floor (see inspect) holds back only its default cut-off. [default: the model's, else 0.95]",
     )(fn)
     return fn
 
 
 def with_cutoffs(scoring: Any, spam_cutoff: float | None, ham_cutoff: float | None) -> Any:
-    """`scoring` with the cut-offs given; ham's must stay below spam's (a usage error)."""
-    if spam_cutoff is None and ham_cutoff is None:
-        return scoring
-    spam = scoring.spam_cutoff if spam_cutoff is None else spam_cutoff
-    ham = scoring.ham_cutoff if ham_cutoff is None else ham_cutoff
-    if not 0 < ham < spam < 1:
-        raise click.UsageError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
-    return scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
+    """`scoring` with the cut-offs given (Scoring.with_cutoffs); bad ones are a usage error."""
+    from spamnb.models.scoring import CutoffError
+
+    try:
+        return scoring.with_cutoffs(spam_cutoff, ham_cutoff)
+    except CutoffError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def token_options(fn: F) -> F:
@@ -303,9 +303,33 @@ def dask_option(fn: F) -> F:
 def labelled_options(fn: F) -> F:
     fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
     # type=click.Path: shell completion offers file names (the shell's own completion).
-    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
-    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
+    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file, imaps://USER@HOST/FOLDER or -.")(fn)
+    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file, imaps://USER@HOST/FOLDER or -.")(fn)
     return fn
+
+
+def imap_options(fn: F) -> F:
+    """How to log in to IMAP folders given as SRC; the command receives them as one
+    `access` (None: ~/.netrc and the system's CAs)."""
+
+    @functools.wraps(fn)
+    def with_access(*args: Any, **kwargs: Any) -> Any:
+        command, ca_file = kwargs.pop("password_command"), kwargs.pop("ca_file")
+        access = None
+        if command is not None or ca_file is not None:
+            from spamnb.mail.imap import Access
+
+            access = Access(command, ca_file)
+        return fn(*args, access=access, **kwargs)
+
+    with_ca = click.option(
+        "--ca-file", type=click.Path(dir_okay=False), default=None, metavar="PEM",
+        help="For imaps:// and imap:// SRC: trust this CA's certificates (a private CA) instead of the system's.",
+    )(with_access)
+    return click.option(
+        "--password-command", default=None, metavar="COMMAND",
+        help="For imaps:// and imap:// SRC: a shell command whose first line of output is the password (else ~/.netrc).",
+    )(with_ca)  # type: ignore[return-value]
 
 
 class ModelOptions(NamedTuple):
@@ -458,6 +482,7 @@ def report_problems(problems: Iterable[Any]) -> int:
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
 )
+@imap_options
 @model_options
 @jobs_option
 @dask_option
@@ -477,6 +502,7 @@ def train(
     options: ModelOptions,
     jobs: int,
     dask_address: str | None,
+    access: Any,
 ) -> None:
     """Learn labelled mail into MODEL (created when missing).
 
@@ -510,7 +536,7 @@ def train(
             model = store.empty_model(*settings_from(options))
         with progress_bar("learning", ctx.obj["quiet"], index_total(spam, ham, index)) as advance:
             if dask_address is None:
-                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty, access=access)
                 items = sources.screened(items, not_mail_learnt if force else not_mail_skipped)
                 result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
             else:
@@ -560,6 +586,7 @@ def train(
     metavar="N",
     help="With --pipe: name the N strongest tokens in the header, each with its share of ln(P / (1 - P)) as inspect --explain shows it (0: none).",
 )
+@imap_options
 @cutoff_options
 @jobs_option
 @dask_option
@@ -577,6 +604,7 @@ def classify(
     ham_cutoff: float | None,
     jobs: int,
     dask_address: str | None,
+    access: Any,
 ) -> None:
     """Score messages (stdin when no SRC is given).
 
@@ -592,7 +620,7 @@ def classify(
         ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons))
     if exit_zero or reasons:
         raise click.UsageError(f"{'--exit-zero' if exit_zero else '--reasons'} goes with --pipe")
-    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address)
+    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address, access)
 
 
 @guarded
@@ -604,6 +632,7 @@ def classify_batch(
     jobs: int,
     cutoffs: tuple[float | None, float | None],
     dask_address: str | None = None,
+    access: Any = None,
 ) -> None:
     from spamnb.cli import report
     from spamnb.cli.progress import progress_bar
@@ -626,7 +655,7 @@ def classify_batch(
     write = sys.stdout.write
     with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
         if dask_address is None:
-            items = src.screened(src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty), not_mail_scored)
+            items = src.screened(src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access), not_mail_scored)
             if to_terminal:
                 items = report.noting_heads(items, heads)
             results = classifier.classify(model, items, progress=advance, jobs=jobs)
@@ -664,12 +693,17 @@ def classify_batch(
 )
 @click.option("--online", is_flag=True, help="TREC's online protocol: each message in the order given scored by the model so far, then learnt.")
 @click.option("--train-on-error", is_flag=True, help="With --online: learn only the messages it got wrong or was unsure of.")
+@click.option(
+    "--order", type=click.Choice(["given", "date"]), default=None,
+    help="With --online: the messages in the order given, or by their Date: headers (undated last, ties by path), as they arrived. [default: given]",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @click.option(
     "--fail-over", "ceilings", multiple=True, metavar="METRIC=VALUE",
     help="Exit 1 when METRIC is above VALUE, for the lower-is-better ones such as false_positive_rate (repeatable).",
 )
+@imap_options
 @model_options
 @jobs_option
 @dask_option
@@ -686,12 +720,14 @@ def evaluate(
     train_size: int | None,
     online: bool,
     train_on_error: bool,
+    order: str | None,
     as_json: bool,
     bars: tuple[str, ...],
     ceilings: tuple[str, ...],
     options: ModelOptions,
     jobs: int,
     dask_address: str | None,
+    access: Any,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail.
 
@@ -714,8 +750,8 @@ def evaluate(
         parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    if train_on_error and not online:
-        raise click.UsageError("--train-on-error goes with --online")
+    if (train_on_error or order) and not online:
+        raise click.UsageError(f"{'--train-on-error' if train_on_error else '--order'} goes with --online")
     if online and dask_address is not None:
         raise click.UsageError("--online scores and learns one message after the other; it does not go with --dask")
     if model_path is not None and not online:
@@ -739,14 +775,18 @@ def evaluate(
             from spamnb.run import online as online_eval
 
             tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append, access=access)
+            if order == "date":
+                from spamnb.mail import arrival
+
+                items = iter(arrival.by_date(items))
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(options, model)
             scoring = model.scoring
             if client is None:
-                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append, access=access)
                 results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             else:
                 results = list(cluster.classify(client, model, located, progress=advance, jobs=jobs))
@@ -756,7 +796,7 @@ def evaluate(
             tokens, scoring = settings_from(options)
             pruning = options.pruning()
             if client is None:
-                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append, access=access)
                 scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
             else:
                 data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs, numeric=scoring.meta != "none")
@@ -773,21 +813,21 @@ def evaluate(
     failures = metrics.failed_bars(result, parsed_bars, parsed_ceilings)
     spam_sweep = metrics.threshold_sweep(labels, probs, metrics.with_cutoff(metrics.SPAM_CUTOFFS, scoring.spam_cutoff))
     ham_sweep = metrics.ham_sweep(labels, probs, metrics.with_cutoff(metrics.HAM_CUTOFFS, scoring.ham_cutoff))
+    floored = sum(s.floor is not None for s in scored)
     if as_json:
-        found = report.eval_json(result, scoring, spam_sweep, ham_sweep)
+        found = report.eval_json(result, scoring, spam_sweep, ham_sweep, floored)
         if learnt is not None:
-            found["lam_percent"] = online_eval.lam_percent(scored)
-            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
+            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "order": order or "given", "running_error": online_eval.running_errors(scored)}
         click.echo(json.dumps(found))
     else:
         out = report.console()
-        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring):
+        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring, floored):
             out.print(table)
             out.print()
         out.print(report.score_histogram(labels, odds))
         if learnt is not None:
             rates = online_eval.running_errors(scored)
-            out.print(f"online: {len(scored)} messages in order, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {online_eval.lam_percent(scored):.3f}")
+            out.print(f"online: {len(scored)} messages in {'Date: order' if order == 'date' else 'order'}, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {result.lam_percent:.3f}")
             out.print(f"error rate along the stream ({len(rates)} stretches): {online_eval.sparkline(rates)} {rates[0]:.1%} -> {rates[-1]:.1%}")
     for line in failures:
         click.echo(f"spamnb: fail: {line}", err=True)
@@ -849,7 +889,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 @cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list (of those scoring counts).")
-@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of ln(P / (1 - P)), P the P(spam) the verdict uses; the shares and the rest add up to it.")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of the logit ln(P / (1 - P)), P the calibrated P(spam) the verdict uses; the shares and the rest add up to it.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option
 @guarded
@@ -880,11 +920,12 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         e = model.explain(tokenize(item.data, numeric), numeric)
         score = model.scoring.probability(e.log_odds)
         shown = report.explanation(model, e, top)
-        verdict = model.scoring.verdict(score)
+        verdict, floor = model.scoring.decide(score)
         if as_json:
-            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "unknown_tokens": e.unknown, **shown}))
+            held = {} if floor is None else {"ham_loss_floor": floor}
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, **held, "unknown_tokens": e.unknown, **shown}))
             continue
-        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}; ln(P / (1 - P)) = {e.logit:+.3f}, the tokens' shares and the rest below ({e.unknown} distinct tokens unknown to the model)")
+        out.print(report.explanation_line(item.id, verdict, score, e, floor))
         out.print(report.explanation_table(shown))
 
 
@@ -933,6 +974,64 @@ def restore(ctx: click.Context, model_path: str, src: str) -> None:
         store.save(model, model_path)
     if not ctx.obj["quiet"]:
         click.echo(f"{model_path}: restored; model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham", err=True)
+
+
+@cli.command(
+    name="imap-filter",
+    epilog="\b\nExamples:\n  spamnb imap-filter imaps://me@mail.example.org/INBOX --spam-folder Junk\n"
+    "  spamnb imap-filter --dry-run imaps://me@mail.example.org/INBOX --spam-folder Junk --unsure-folder Unsure\n"
+    "  spamnb imap-filter --password-command 'pass show mail' imap://me@localhost/INBOX --spam-folder Junk\n\n"
+    "\b\nExit status:\n  0    done\n  1    some messages could not be fetched (they stay where they are)\n"
+    "  2    usage error\n  3    the model, the server or the state cannot be used\n  130  interrupted (Ctrl-C)",
+)
+@model_option()
+@click.argument("url", metavar="URL")
+@click.option("--spam-folder", required=True, metavar="FOLDER", help="Where spam goes (it must exist).")
+@click.option("--unsure-folder", default=None, metavar="FOLDER", help="Where unsure mail goes. [default: it stays]")
+@click.option("--dry-run", is_flag=True, help="Say what would move; move nothing and remember nothing.")
+@cutoff_options
+@imap_options
+@quiet_option
+@click.pass_context
+@guarded
+def imap_filter(
+    ctx: click.Context,
+    model_path: str,
+    url: str,
+    spam_folder: str,
+    unsure_folder: str | None,
+    dry_run: bool,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
+    access: Any,
+) -> None:
+    """Move the spam among the new messages of an IMAP folder, URL (imaps://USER@HOST/FOLDER
+    or imap:// with STARTTLS), to --spam-folder.
+
+    One line per message moved (ID, verdict, P(spam), folder).  The last message seen per
+    folder is kept in MODEL.imap-state.json: a re-run scores only mail that came since.
+    """
+    from spamnb.cli import report
+    from spamnb.models import store
+    from spamnb.run import imapfilter
+
+    model = store.load(model_path)
+    model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
+
+    def told(result: Any, target: str | None) -> None:
+        if target is not None:
+            sys.stdout.write(f"{report.scored_tsv(result)}\t{target}\n")
+
+    state = None if dry_run else imapfilter.state_path(model_path)
+    outcome = imapfilter.filter_folder(model, url, spam_folder, unsure_folder, access, state, dry_run, told)
+    sys.stdout.flush()
+    bad = report_problems(outcome.problems)
+    if not ctx.obj["quiet"] or dry_run:
+        moved = ", ".join(f"{n} to {folder}" for folder, n in sorted(outcome.moved.items())) or "none"
+        verb = "would move" if dry_run else "moved"
+        click.echo(f"{url}: {outcome.scored} new scored; {verb} {moved}; {outcome.stayed} stay" + ("; dry run: nothing moved" if dry_run else ""), err=True)
+    if bad:
+        ctx.exit(EXIT_PARTIAL)
 
 
 def main() -> None:
