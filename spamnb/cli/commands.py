@@ -871,10 +871,15 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
         side = None if prefer is None else classifier.LABEL_CLASS[prefer]
         merged, result = merging.merge(names, [target, *parts], prefer=side, messages=items, jobs=jobs)
         store.save(merged, model_path)
-    report_problems(result.problems)
-    if ctx.obj["quiet"]:
-        return
-    done = f"added {result.added} messages from {len(others)} models"
+    unreadable = report_problems(result.problems)
+    if not ctx.obj["quiet"]:
+        say_merged(model_path, merged, result, len(others), prefer)
+    if unreadable:  # as train: the merge is saved, and the exit status says some mail was not read
+        ctx.exit(EXIT_PARTIAL)
+
+
+def say_merged(model_path: str, merged: Any, result: Any, others: int, prefer: str | None) -> None:
+    done = f"added {result.added} messages from {others} models"
     if result.counted_once:
         done += f", {result.counted_once} learnt in more than one counted once"
     if result.resolved:

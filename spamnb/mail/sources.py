@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
-from spamnb.mail.headers import has_header_block
+from spamnb.mail import headers
 
 LABELS = ("ham", "spam")
 T = TypeVar("T")
@@ -63,9 +63,7 @@ ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 # Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
 MARKED_LINE = re.compile(rb"^>*From ", re.M)
 BLOCK = 1 << 16
-# Bytes read beyond the tokeniser's cap: the envelope line and verdict headers it strips
-# before capping, so that what it sees does not depend on where the read stopped.
-HEADROOM = 1 << 16
+HEADROOM = headers.HEADROOM
 NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
 STDIN_NOTICE = "spamnb: reading one message from stdin; Ctrl-D to end"
 
@@ -427,7 +425,7 @@ def screened(items: Iterable[Item], on_not_mail: Callable[[Message], Item]) -> I
     a picture, a note) replaced by `on_not_mail(message)`: a Problem to skip it, or the
     message itself to go on with it (after a warning)."""
     for item in items:
-        yield on_not_mail(item) if isinstance(item, Message) and not has_header_block(item.data) else item
+        yield on_not_mail(item) if isinstance(item, Message) and not headers.has_header_block(item.data) else item
 
 
 def noting_empty(src: str, items: Iterator[Item], on_empty: Callable[[str], None] | None) -> Iterator[Item]:

@@ -150,12 +150,18 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
         for entry in entries:
             for c, sign in entry.changes():
                 docs[c] = max(docs[c] + sign, 0)
+        postponed = ""
         if size > journal.FOLD_SIZE:
-            fold(model_path)
+            try:
+                fold(model_path)
+            except npzview.ModelError as err:  # learnt all the same: the journal holds it, a later learn folds
+                postponed = str(err)
     for p in problems:
         print(f"spamnb: {p.id}: {p.reason}", file=sys.stderr)
     for message_id in never:
         print(f"spamnb: {message_id}: never learnt, nothing to forget", file=sys.stderr)
+    if postponed:
+        print(f"spamnb: the messages are learnt (in the model's journal), but folding the journal into the model was postponed: {postponed}", file=sys.stderr)
     done = f"forgot {forgotten}" if forget else f"learnt {learnt}, moved {moved}"
     if not quiet or problems or never:  # as `train -q`: quiet unless something needs a look
         print(f"{model_path}: {done}, already known {already}; model holds {docs[1]} spam and {docs[0]} ham", file=sys.stderr)

@@ -86,6 +86,12 @@ TokenFields = namedtuple(  # collections', not typing's: see `typing` above
 )
 
 
+# Bounds of what a model file may set: a token's length costs memory per message
+# ("max_len": 1e9 made a 1 GB string), and so does the part of a message read.
+MAX_TOKEN = 1000
+MAX_BYTES = 1 << 30
+
+
 class TokenSettings(TokenFields):
     """How messages become tokens; stored in the model file.
 
@@ -97,12 +103,15 @@ class TokenSettings(TokenFields):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> TokenSettings:
         self = super().__new__(cls, *args, **kwargs)
+        wrong = [k for k, v in self._asdict().items() if type(v) is not type(TokenFields._field_defaults[k])]
+        if wrong:
+            raise ValueError(f"tokeniser settings of the wrong type: {', '.join(wrong)}")
         if not 1 <= self.ngram <= 5:
             raise ValueError(f"ngram must be 1..5, not {self.ngram}")
-        if not 1 <= self.min_len <= self.max_len:
-            raise ValueError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
-        if self.max_bytes < 1024:
-            raise ValueError(f"max_bytes must be at least 1024, not {self.max_bytes}")
+        if not 1 <= self.min_len <= self.max_len <= MAX_TOKEN:
+            raise ValueError(f"need 1 <= min_len <= max_len <= {MAX_TOKEN}, got {self.min_len}, {self.max_len}")
+        if not 1024 <= self.max_bytes <= MAX_BYTES:
+            raise ValueError(f"max_bytes must be from 1024 to {MAX_BYTES:,}, not {self.max_bytes}")
         return self
 
     def replace(self, **changes: Any) -> TokenSettings:
