@@ -12,15 +12,22 @@ SA_INDEX := ../shared/corpora/spamassassin/index
 # `install` (and so `make test`) adds the test tools and Dask to the same venv.
 runtime: $(VENV)/.runtime
 
-$(VENV)/.runtime: pyproject.toml setup.py spamnb/text/_ctokens.c
+$(VENV)/.runtime: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e . --config-settings editable_mode=compat
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(VENV)/.compiled
 
 $(VENV)/.installed: $(VENV)/.runtime
 	$(BIN)/pip install -q -e '.[test,dask]' --config-settings editable_mode=compat
+	touch $@
+
+# The compiled modules (setup.py) are built in place beside their source: rebuilt when
+# it changes, so that no test runs a stale build.
+COMPILED_SOURCES := spamnb/text/_ctokens.c spamnb/text/tokens.py spamnb/mail/message.py spamnb/mail/headers.py
+$(VENV)/.compiled: $(VENV)/.installed $(COMPILED_SOURCES)
+	$(BIN)/python setup.py -q build_ext --inplace
 	touch $@
 
 # The demo: generate 900 messages of varied mail (sample_corpus/generate.py), learn them from
@@ -91,19 +98,20 @@ online: install
 		$(SPAMNB) -q eval --online --order date --index $(SA_INDEX) --fail-under auc=0.99795 --fail-over lam_percent=3.05 --fail-over false_positives=4; \
 	else echo "no $(SA_INDEX): online gate skipped"; fi
 
-# The compiled word scanner built with AddressSanitizer and UBSan (build/asan), fed
-# generated texts and mutated corpus messages beside the pure path (bench/fuzz_ctokens.py);
-# any difference fails, any sanitizer finding aborts.  libasan is preloaded since the
-# interpreter is not built with it; Python's own allocations are not leak-checked.
+# Every compiled module (setup.py) built with AddressSanitizer and UBSan (build/asan) and
+# compared with its own Python source on generated texts, mutated corpus messages and the
+# tests' hostile mail (bench/fuzz_compiled.py); any difference fails, any sanitizer finding
+# aborts.  libasan is preloaded since the interpreter is not built with it; Python's own
+# allocations are not leak-checked.
 ASAN_LIB = $(shell gcc -print-file-name=libasan.so)
 FUZZ_ARGS ?=
 fuzz: install
 	rm -rf build/asan build/asan-tmp
 	CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g" \
 		LDFLAGS="-fsanitize=address,undefined" \
-		$(BIN)/python setup.py -q build_ext --build-lib build/asan --build-temp build/asan-tmp
-	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 SPAMNB_PURE=1 \
-		$(BIN)/python bench/fuzz_ctokens.py --module $$(ls build/asan/spamnb/text/_ctokens*.so) $(FUZZ_ARGS)
+		$(BIN)/python setup.py -q build --build-lib build/asan --build-temp build/asan-tmp
+	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(BIN)/python bench/fuzz_compiled.py --build build/asan $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache .hypothesis build spamnb/*/*.so

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import count, pairwise
 
+from spamnb import compiled
 from spamnb.mail import headers as message_headers
 from spamnb.mail.lazy import Lazy
 from spamnb.mail.message import decode_header_value, iter_text_parts, parse_bounded
@@ -170,7 +171,7 @@ WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ")
 def compiled_scanner() -> Any:
     """The compiled word scanner (spamnb/text/_ctokens.c), or None: where it was not built, or
     with SPAMNB_PURE set, the pure-Python path below, which gives the same tokens."""
-    if os.environ.get("SPAMNB_PURE"):
+    if compiled.SCANNER in compiled.interpreted():
         return None
     try:
         from spamnb.text import _ctokens
