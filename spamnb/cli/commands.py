@@ -1013,7 +1013,8 @@ def imap_filter(
     """Move the spam among the new messages of an IMAP folder, URL (imaps://USER@HOST/FOLDER
     or imap:// with STARTTLS), to --spam-folder.
 
-    One line per message moved (ID, verdict, P(spam), folder).  The last message seen per
+    One line per message moved: classify's (ID, verdict, P(spam), and floor=P where the
+    ham-loss floor decided), then to=FOLDER.  The last message seen per
     folder is kept in MODEL.imap-state.json: a re-run scores only mail that came since.
     """
     from spamnb.cli import report
@@ -1025,7 +1026,7 @@ def imap_filter(
 
     def told(result: Any, target: str | None) -> None:
         if target is not None:
-            sys.stdout.write(f"{report.scored_tsv(result)}\t{target}\n")
+            sys.stdout.write(f"{report.scored_tsv(result)}\tto={target}\n")
 
     state = None if dry_run else imapfilter.state_path(model_path)
     outcome = imapfilter.filter_folder(model, url, spam_folder, unsure_folder, access, state, dry_run, told)

@@ -100,10 +100,10 @@ class Counts2:
 class OneModel:
     """A model file opened to score single messages: mapped, validated, nothing read whole."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, hold: bool = False) -> None:
         self.path = path
         try:
-            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold)
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
@@ -571,21 +571,21 @@ def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, fl
     return sorted(shown, key=lambda pair: (-abs(round(pair[1], 2)), pair[0]))[:n]
 
 
-def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0) -> Verdict:
+def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0, hold: bool = False) -> Verdict:
     """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`,
     (spam, ham), see `Scoring.with_cutoffs`), and its `reasons` strongest tokens.
 
     A model file that is a zip of another kind than spamnb writes (compressed members,
-    ZIP64) goes to numpy's loader instead.
+    ZIP64) goes to numpy's loader instead.  `hold`: see npzview.open_members.
     """
     from spamnb.text.tokens import Tokenizer
 
     try:
-        model = OneModel(path)
-    except npzview.NotPlain:
+        model = OneModel(path, hold)
+    except npzview.NotPlain as err:
         from spamnb.models import store
 
-        full = store.load(path, scoring_only=True)
+        full = store.load(path, scoring_only=True, data=err.data)
         numeric: list[int] | None = [] if full.scoring.meta != "none" else None
         e = full.explain(Tokenizer(full.tokens)(data, numeric), numeric)
         p = trust.check_score(full.scoring.probability(e.log_odds))
