@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 
 from spamnb.bayes import events, nb
-from spamnb.bayes.features import Rows, Vocabulary, local_rows
+from spamnb.bayes.vocabulary import Rows, Vocabulary, local_rows
 from spamnb.mail.sources import Message
 from spamnb.models import store
 from spamnb.models.model import Model, Scoring
@@ -534,7 +534,7 @@ def test_cross_validation_scores_a_fold_as_a_model_trained_without_it(event: str
 )
 def test_sorted_tokens_find_what_a_dictionary_finds(known: set[str], asked: list[str], landmarks: int) -> None:
     """The landmark-narrowed binary search over the blob finds each token's column, and -1 for the rest."""
-    from spamnb.bayes.features import SortedTokens
+    from spamnb.bayes.vocabulary import SortedTokens
 
     ordered = sorted(known, key=lambda t: t.encode())
     vocab = SortedTokens(b"\n".join(t.encode() for t in ordered))

@@ -8,7 +8,6 @@ from typing import ClassVar
 import numpy as np
 
 from spamnb.bayes.chi2 import log_chi2_tails
-from spamnb.bayes.features import Rows
 from spamnb.bayes.nb import (
     DENSE_GROUPS,
     HAM,
@@ -23,6 +22,7 @@ from spamnb.bayes.nb import (
     placed,
     row_sums,
 )
+from spamnb.bayes.vocabulary import Rows
 
 EVENT_MODELS: dict[str, type[EventModel]] = {}
 

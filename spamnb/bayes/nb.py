@@ -15,7 +15,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from spamnb.bayes.features import Rows
+from spamnb.bayes.vocabulary import Rows
 
 HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")

@@ -513,7 +513,7 @@ def train(
 
     from spamnb.cli.progress import progress_bar
     from spamnb.mail import sources
-    from spamnb.models import store
+    from spamnb.models import lock, store
     from spamnb.run import classifier
 
     need_labelled(spam, ham, index)
@@ -525,7 +525,7 @@ def train(
     if not os.path.exists(model_path):
         settings_from(options)  # a usage error first: no lock file is left for a model never made
     # A dry run saves nothing, so it takes no lock (and makes no lock file beside a new model).
-    with contextlib.nullcontext() if dry_run else store.locked(model_path, wait, notice):
+    with contextlib.nullcontext() if dry_run else lock.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
             # The cut-offs given are stored in the model: every later classify and --pipe uses them.
@@ -853,7 +853,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     import os
 
     from spamnb.mail import sources
-    from spamnb.models import store
+    from spamnb.models import lock, store
     from spamnb.run import classifier
     from spamnb.run import merge as merging
 
@@ -862,7 +862,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     if len(set(real)) < len(real):
         raise click.UsageError("a model file is named twice; each can be merged once")
     parts = [store.load(p) for p in others]
-    with store.locked(model_path, notice=notice):
+    with lock.locked(model_path, notice=notice):
         if os.path.exists(model_path):
             target = store.load(model_path, growable=True)
         else:

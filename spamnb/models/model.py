@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spamnb.bayes import events, meta, nb
-from spamnb.bayes.features import GrowingSorted, Rows, SortedTokens, Vocabulary
+from spamnb.bayes.vocabulary import GrowingSorted, Rows, SortedTokens, Vocabulary
 from spamnb.models import scoring
 from spamnb.text.tokens import TokenSettings, field_ids
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spamnb.bayes import nb
-from spamnb.bayes.features import Vocabulary
+from spamnb.bayes.vocabulary import Vocabulary
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models.model import Model
