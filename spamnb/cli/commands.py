@@ -966,14 +966,14 @@ def restore(ctx: click.Context, model_path: str, src: str) -> None:
     import os
 
     from spamnb.models import dump as text
-    from spamnb.models import store
+    from spamnb.models import lock, store
 
     if src == "-":
         model = text.restore(sys.stdin.buffer, "stdin")
     else:
         with open(src, "rb") as file:
             model = text.restore(file, src)
-    with store.locked(model_path, notice=notice):
+    with lock.locked(model_path, notice=notice):
         if os.path.exists(model_path):
             raise Failure(f"{model_path} exists: restore makes a new model (move it aside first)")
         store.save(model, model_path)
