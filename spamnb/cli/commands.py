@@ -367,28 +367,21 @@ def model_options(fn: F) -> F:
 
 def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
     """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
-    from spamnb.models.model import Scoring
+    from spamnb.models.model import Scoring, summed_with
     from spamnb.text.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
     token_changes = {k: v for k, v in {"ngram": options.ngram, "stopwords": options.stopwords}.items() if v is not None}
-    if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
-        raise Failure(
-            f"the model was trained with tokeniser settings {tokens.to_json()}; "
-            "they cannot change now (train a new model instead)",
-            code=2,
-        )
-    tokens = tokens.replace(**token_changes)
     asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm, "meta": options.meta}
     scoring_changes = {k: v for k, v in asked.items() if v is not None}
     weighting = scoring._replace(**scoring_changes).weighting()
-    if base is not None and weighting != scoring.weighting():
-        # The learnt messages were summed with their own transform, which they are not kept to redo.
-        raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
-    if base is not None and options.meta is not None and options.meta != scoring.meta:
-        # The moments of the mail learnt without the features are not in the model.
-        raise Failure(f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    if base is not None:
+        now = summed_with(tokens.replace(**token_changes), scoring._replace(**scoring_changes))
+        for trained, asked_for in zip(summed_with(tokens, scoring), now, strict=True):
+            if trained != asked_for:
+                raise Failure(f"the model was trained with {trained}; this cannot change now (train a new model instead)", code=EXIT_USAGE)
+    tokens = tokens.replace(**token_changes)
     try:
         changed = scoring.replace(**scoring_changes)
     except ValueError as err:
@@ -484,7 +477,7 @@ def train(
 
     from spamnb.cli.progress import progress_bar
     from spamnb.mail import sources
-    from spamnb.models import store
+    from spamnb.models import lock, store
     from spamnb.run import classifier
 
     need_labelled(spam, ham, index)
@@ -496,7 +489,7 @@ def train(
     if not os.path.exists(model_path):
         settings_from(options)  # a usage error first: no lock file is left for a model never made
     # A dry run saves nothing, so it takes no lock (and makes no lock file beside a new model).
-    with contextlib.nullcontext() if dry_run else store.locked(model_path, wait, notice):
+    with contextlib.nullcontext() if dry_run else lock.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
             # The cut-offs given are stored in the model: every later classify and --pipe uses them.
@@ -818,7 +811,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     import os
 
     from spamnb.mail import sources
-    from spamnb.models import store
+    from spamnb.models import lock, store
     from spamnb.run import classifier
     from spamnb.run import merge as merging
 
@@ -827,7 +820,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     if len(set(real)) < len(real):
         raise click.UsageError("a model file is named twice; each can be merged once")
     parts = [store.load(p) for p in others]
-    with store.locked(model_path, notice=notice):
+    with lock.locked(model_path, notice=notice):
         if os.path.exists(model_path):
             target = store.load(model_path, growable=True)
         else:

@@ -36,9 +36,9 @@ from typing import BinaryIO
 import numpy as np
 
 from spamnb.bayes import events, nb
-from spamnb.bayes.features import SortedTokens, Vocabulary, token_offsets
+from spamnb.bayes.vocabulary import SortedTokens, Vocabulary, token_offsets
 from spamnb.models import journal, modelcheck, npzview, ownership, trust
-from spamnb.models.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
+from spamnb.models.lock import temp_prefix
 from spamnb.models.model import Model, Scoring
 from spamnb.models.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,

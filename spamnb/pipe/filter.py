@@ -24,6 +24,7 @@ import contextlib
 import sys
 
 from spamnb.mail import headers
+from spamnb.pipe.argv import options_of
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -265,12 +266,6 @@ def silence(stdout: BinaryIO) -> None:
         os.close(devnull)
 
 
-def parse_args(argv: list[str]) -> tuple[bool, str | None]:
-    """Whether argv is a pipe invocation `parse_options` reads, and its MODEL (None: the default)."""
-    args = parse_options(argv)
-    return (False, None) if args is None else (True, args[0])
-
-
 VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff", "--reasons")
 
 
@@ -282,32 +277,10 @@ def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, floa
     None for anything else (including --help or a stray SRC), which the full command
     line then handles, errors and all.
     """
-    args = list(argv)
-    while args and args[0] in ("--debug", "-q", "--quiet"):
-        args.pop(0)
-    if not args or args[0] != "classify" or "--pipe" not in args:
+    parsed = options_of(argv, "classify", ("--pipe", "-q", "--quiet", "--exit-zero"), VALUED)
+    if parsed is None or "--pipe" not in parsed[1]:
         return None
-    values: dict[str, str] = {}
-    exit_zero = False
-    rest = args[1:]
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        name, eq, value = arg.partition("=")
-        if arg in ("--pipe", "-q", "--quiet", "--exit-zero"):
-            exit_zero = exit_zero or arg == "--exit-zero"
-            i += 1
-        elif arg in VALUED and i + 1 < len(rest):
-            values["--model" if arg == "-m" else arg] = rest[i + 1]
-            i += 2
-        elif eq and name in VALUED and name.startswith("--"):
-            values[name] = value
-            i += 1
-        elif arg.startswith("-m") and len(arg) > 2:
-            values["--model"] = arg[2:]
-            i += 1
-        else:
-            return None
+    values = dict(parsed[0])  # the last of an option given twice, as click takes it
     try:
         spam, ham = (float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff"))
         reasons = int(values.get("--reasons", "0"))
@@ -315,7 +288,7 @@ def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, floa
         return None
     if values.get("--model") == "" or reasons < 0:
         return None
-    return values.get("--model"), (spam, ham), exit_zero, reasons
+    return values.get("--model"), (spam, ham), "--exit-zero" in parsed[1], reasons
 
 
 def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False, reasons: int = 0) -> int:

@@ -18,41 +18,26 @@ import os
 import sys
 from collections import Counter
 
-from spamnb.models import journal, npzview
+from spamnb.models import journal, lock, npzview
+from spamnb.pipe.argv import options_of
 
 LABEL_CLASS = {"ham": 0, "spam": 1}
 EXIT_PARTIAL, EXIT_ERROR = 1, 3
-GLOBAL_FLAGS = ("--debug", "-q", "--quiet")
 
 
 def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool, float | None] | None:
     """(MODEL or None for the default, [(label, SRC)], forget, wait) of `[flags] train -m MODEL
     --spam|--ham SRC... [--forget] [--wait SECONDS]`; None for any other command line."""
-    args = list(argv)
-    while args and args[0] in GLOBAL_FLAGS:
-        args.pop(0)
-    if not args or args[0] != "train":
+    parsed = options_of(argv, "train", ("--forget",), ("-m", "--model", "--spam", "--ham", "--wait"))
+    if parsed is None:
         return None
-    model, sources, forget, wait = None, [], False, None
-    rest, i = args[1:], 0
-    while i < len(rest):
-        arg = rest[i]
-        name, eq, value = arg.partition("=")
-        if arg == "--forget":
-            forget, i = True, i + 1
-        elif name in ("-m", "--model", "--spam", "--ham", "--wait") and eq:
-            i += 1
-        elif arg in ("-m", "--model", "--spam", "--ham", "--wait") and i + 1 < len(rest):
-            name, value, i = arg, rest[i + 1], i + 2
-        elif arg.startswith("-m") and len(arg) > 2:
-            name, value, i = "-m", arg[2:], i + 1
-        else:
-            return None
-        if name in ("-m", "--model"):
+    model, sources, wait = None, [], None
+    for name, value in parsed[0]:
+        if name == "--model":
             model = value
         elif name in ("--spam", "--ham"):
             sources.append((name[2:], value))
-        elif name == "--wait":
+        else:
             try:
                 wait = float(value)
             except ValueError:
@@ -61,7 +46,7 @@ def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool
                 return None
     if not sources or model == "" or sum(src == "-" for _, src in sources) > 1:
         return None
-    return model, sources, forget, wait
+    return model, sources, "--forget" in parsed[1], wait
 
 
 def single_message_file(src: str) -> bool:
@@ -117,7 +102,7 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
 
     problems, never, entries = [], [], []
     learnt = moved = already = forgotten = 0
-    with journal.locked(model_path, wait, notice):
+    with lock.locked(model_path, wait, notice):
         model = onemessage.OneModel(model_path)
         if model.weighted is not None:
             raise npzview.NotPlain(model_path)  # the journal holds no weighted sums: the full command line learns
