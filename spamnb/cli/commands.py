@@ -367,28 +367,21 @@ def model_options(fn: F) -> F:
 
 def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
     """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
-    from spamnb.models.model import Scoring
+    from spamnb.models.model import Scoring, summed_with
     from spamnb.text.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
     token_changes = {k: v for k, v in {"ngram": options.ngram, "stopwords": options.stopwords}.items() if v is not None}
-    if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
-        raise Failure(
-            f"the model was trained with tokeniser settings {tokens.to_json()}; "
-            "they cannot change now (train a new model instead)",
-            code=2,
-        )
-    tokens = tokens.replace(**token_changes)
     asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm, "meta": options.meta}
     scoring_changes = {k: v for k, v in asked.items() if v is not None}
     weighting = scoring._replace(**scoring_changes).weighting()
-    if base is not None and weighting != scoring.weighting():
-        # The learnt messages were summed with their own transform, which they are not kept to redo.
-        raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
-    if base is not None and options.meta is not None and options.meta != scoring.meta:
-        # The moments of the mail learnt without the features are not in the model.
-        raise Failure(f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    if base is not None:
+        now = summed_with(tokens.replace(**token_changes), scoring._replace(**scoring_changes))
+        for trained, asked_for in zip(summed_with(tokens, scoring), now, strict=True):
+            if trained != asked_for:
+                raise Failure(f"the model was trained with {trained}; this cannot change now (train a new model instead)", code=EXIT_USAGE)
+    tokens = tokens.replace(**token_changes)
     try:
         changed = scoring.replace(**scoring_changes)
     except ValueError as err:
