@@ -279,7 +279,7 @@ def dense_sums(model: nb.EventModel, table: np.ndarray, X: np.ndarray, keys: np.
     return x @ table
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(TOKEN_LISTS, st.sampled_from(sorted(events.EVENT_MODELS)), st.integers(0, 3))
 def test_scoring_is_the_dense_algebra_and_does_not_depend_on_the_chunking(token_lists: list[list[str]], event: str, seed: int) -> None:
     """EventModel.log_odds, the one scoring path: the event model's combining of the dense
@@ -332,7 +332,7 @@ def test_fisher_leaves_out_a_list_servers_fields(event: str) -> None:
         assert scored[1] < scored[0] - 0.1  # learnt from ham only
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(TOKEN_LISTS, st.integers(0, 3))
 def test_fisher_by_field_is_the_same_however_the_fields_are_numbered(token_lists: list[list[str]], seed: int) -> None:
     """Only which tokens share a field counts: ids far apart (per (row, field) groups by a

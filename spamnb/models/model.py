@@ -176,6 +176,13 @@ def probabilities(log_odds: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -log_odds))
 
 
+def summed_with(tokens: TokenSettings, scoring: Scoring) -> tuple[str, str, str]:
+    """What a model's counts were summed with, as train's options say it: counts summed
+    otherwise do not add (`merge`), and a trained model cannot change it (the messages
+    it learnt are not kept, to be summed again)."""
+    return f"tokeniser settings {tokens.to_json()}", scoring.weighting().as_options(), f"--meta {scoring.meta}"
+
+
 class Scored(NamedTuple):
     """One message's result: its id and label (if any), log-odds, P(spam) and verdict;
     `floor`: the ham-loss floor's P where the floor, not the spam cut-off, decided it

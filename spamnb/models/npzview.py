@@ -63,9 +63,12 @@ def zip_directory(mm: mmap.mmap | bytes) -> dict[str, Member] | None:
     """The members of a zip archive without a comment, by name; None for any other file."""
     if len(mm) < END_RECORD.size:
         return None
-    sig, _, _, _, entries, _, start, comment = END_RECORD.unpack_from(mm, len(mm) - END_RECORD.size)
+    sig, disk, disk_of_start, here, entries, size, start, comment = END_RECORD.unpack_from(mm, len(mm) - END_RECORD.size)
     if sig != b"PK\x05\x06" or comment or start == ZIP64_MARK:
         return None
+    if start + size != len(mm) - END_RECORD.size or disk or disk_of_start or here != entries:
+        # zipfile reads the directory from its size: one that does not end at the end record is damage.
+        raise ValueError("a zip directory that does not end where its end record begins")
     members = {}
     for _ in range(entries):
         fields = CENTRAL_ENTRY.unpack_from(mm, start)
@@ -219,7 +222,7 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
             raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
         try:
             directory = zip_directory(mm)
-        except (struct.error, UnicodeDecodeError) as err:
+        except (struct.error, UnicodeDecodeError, ValueError) as err:
             raise ModelError(f"{path}: not a readable spamnb model (a damaged zip directory)") from err
         if directory is None:
             raise NotPlain(path, mm if isinstance(mm, bytes) else None)
