@@ -436,6 +436,33 @@ def warn_empty(src: str) -> None:
     warn(f"{src}: no mail in it")
 
 
+def not_mail_skipped(message: Any) -> Any:
+    from spamnb.mail.sources import NOT_LEARNT, Problem
+
+    return Problem(message.id, NOT_LEARNT, message.label)
+
+
+def not_mail_learnt(message: Any) -> Any:
+    from spamnb.mail.sources import NOT_MAIL
+
+    warn(f"{message.id}: {NOT_MAIL}: learnt as it is (--force)")
+    return message
+
+
+def not_mail_scored(message: Any) -> Any:
+    from spamnb.mail.sources import NOT_MAIL
+
+    warn(f"{message.id}: {NOT_MAIL}: scored as it is")
+    return message
+
+
+def index_total(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> int | None:
+    """The messages a progress bar expects: an index's files, when it is the only source."""
+    from spamnb.mail.sources import index_length
+
+    return index_length(index) if index is not None and not spam and not ham else None
+
+
 def notice(text: str) -> None:
     click.echo(f"spamnb: {text}", err=True)
 
@@ -453,6 +480,7 @@ def report_problems(problems: Iterable[Any]) -> int:
 @labelled_options
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
 @click.option("--dry-run", is_flag=True, help="Say what would be learnt, moved and forgotten; change nothing.")
+@click.option("--force", is_flag=True, help="Learn files with no header block too (not mail: skipped without it, exit 1).")
 @click.option(
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
@@ -472,6 +500,7 @@ def train(
     index: str | None,
     forget: bool,
     dry_run: bool,
+    force: bool,
     wait: float | None,
     options: ModelOptions,
     jobs: int,
@@ -508,9 +537,10 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(options))
-        with progress_bar("learning", ctx.obj["quiet"]) as advance:
+        with progress_bar("learning", ctx.obj["quiet"], index_total(spam, ham, index)) as advance:
             if dask_address is None:
                 items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty, access=access)
+                items = sources.screened(items, not_mail_learnt if force else not_mail_skipped)
                 result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
             else:
                 located = sources.locate_labelled(spam, ham, index)
@@ -628,7 +658,7 @@ def classify_batch(
     write = sys.stdout.write
     with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
         if dask_address is None:
-            items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access)
+            items = src.screened(src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access), not_mail_scored)
             if to_terminal:
                 items = report.noting_heads(items, heads)
             results = classifier.classify(model, items, progress=advance, jobs=jobs)
@@ -650,7 +680,8 @@ def classify_batch(
     if rows:
         out = report.console()
         out.print(report.scored_table(rows, heads, out.width))
-        out.print(report.verdict_counts(rows))
+        if not ctx.obj["quiet"]:
+            out.print(report.verdict_counts(rows))
     if bad:
         ctx.exit(EXIT_PARTIAL)
 
@@ -701,7 +732,11 @@ def evaluate(
     dask_address: str | None,
     access: Any,
 ) -> None:
-    """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
+    """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail.
+
+    Its tables are its output (--json: one object), on stdout; -q turns off the
+    progress bar only.
+    """
     import numpy as np
 
     from spamnb.cli import report
@@ -729,7 +764,7 @@ def evaluate(
             raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
     learnt = None
     client = None
-    with progress_bar("evaluating", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
+    with progress_bar("evaluating", ctx.obj["quiet"], index_total(spam, ham, index)) as advance, contextlib.ExitStack() as stack:
         if dask_address is not None:
             from spamnb.scale import cluster
 
@@ -900,6 +935,53 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
             continue
         out.print(report.explanation_line(item.id, verdict, score, e, floor))
         out.print(report.explanation_table(shown))
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb dump > model.txt\n  spamnb dump -m model.npz backup.txt\n\n\b\nExit status:\n  0    done\n  2    usage error\n  3    the model cannot be used, or FILE not written\n  130  interrupted (Ctrl-C)")
+@model_option()
+@click.argument("out", required=False, type=click.Path(), metavar="[FILE]")
+@quiet_option
+@guarded
+def dump(model_path: str, out: str | None) -> None:
+    """Write MODEL as text to FILE (or stdout): its counts, settings and learnt messages'
+    digests, its journal's changes included.  `spamnb restore` makes the model again, on
+    any machine and later versions of spamnb: for backups and moving a model."""
+    from spamnb.models import dump as text
+    from spamnb.models import store
+
+    model = store.load(model_path)
+    if out is None:
+        text.dump(model, sys.stdout.buffer)
+        return
+    with open(out, "wb") as file:
+        text.dump(model, file)
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb restore < model.txt\n  spamnb restore -m model.npz backup.txt\n\n\b\nExit status:\n  0    done\n  2    usage error\n  3    FILE is no dump, or MODEL exists or cannot be written\n  130  interrupted (Ctrl-C)")
+@model_option()
+@click.argument("src", required=False, default="-", type=click.Path(), metavar="[FILE]")
+@quiet_option
+@click.pass_context
+@guarded
+def restore(ctx: click.Context, model_path: str, src: str) -> None:
+    """Make MODEL from the text `spamnb dump` wrote, read from FILE (or stdin).  MODEL
+    must not exist yet: move it aside first."""
+    import os
+
+    from spamnb.models import dump as text
+    from spamnb.models import lock, store
+
+    if src == "-":
+        model = text.restore(sys.stdin.buffer, "stdin")
+    else:
+        with open(src, "rb") as file:
+            model = text.restore(file, src)
+    with lock.locked(model_path, notice=notice):
+        if os.path.exists(model_path):
+            raise Failure(f"{model_path} exists: restore makes a new model (move it aside first)")
+        store.save(model, model_path)
+    if not ctx.obj["quiet"]:
+        click.echo(f"{model_path}: restored; model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham", err=True)
 
 
 @cli.command(

@@ -96,7 +96,7 @@ def notice(text: str) -> None:
 
 def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None, quiet: bool = False) -> int:
     from spamnb.mail import headers
-    from spamnb.mail.sources import Problem, read_source
+    from spamnb.mail.sources import NOT_LEARNT, Problem, read_source, screened
     from spamnb.pipe import onemessage
     from spamnb.text.tokens import Tokenizer
 
@@ -109,7 +109,7 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
         tokenize = Tokenizer(model.tokens)
         now: dict[bytes, int | None] = {}  # this run's changes, on top of model and journal
         for label, src in sources:
-            for item in read_source(src, label, model.tokens.max_bytes):
+            for item in screened(read_source(src, label, model.tokens.max_bytes), lambda m: Problem(m.id, NOT_LEARNT, m.label)):
                 if isinstance(item, Problem):
                     problems.append(item)
                     continue
