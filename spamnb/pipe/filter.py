@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import BinaryIO, TextIO
 
+    from spamnb.pipe.onemessage import Verdict
+
 EXIT = {"spam": 0, "ham": 1, "unsure": 2}
 EXIT_ERROR = 3
 READ_SIZE = 1 << 16
@@ -123,8 +125,13 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
     from spamnb.models import npzview
     from spamnb.pipe import onemessage
 
-    _, score, verdict, why = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
-    return headers.stamp(data, verdict_header(verdict, score, why)), EXIT[verdict]
+    verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
+    return stamped(data, verdict), EXIT[verdict.verdict]
+
+
+def stamped(data: bytes, verdict: Verdict, more: Sequence[tuple[bytes, str]] = ()) -> bytes:
+    """The message with its X-Spamnb header (and `more` fields: `headers.stamp`)."""
+    return headers.stamp(data, verdict_header(verdict.verdict, verdict.score, verdict.reasons), more)
 
 
 class Stopped(Exception):
