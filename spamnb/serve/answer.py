@@ -65,7 +65,7 @@ def answer(request: protocol.Request, data: bytes, settings: Settings, resident:
     verdict = onemessage.verdict_of(model, data, settings.cutoffs, reasons)
     threshold = onemessage.spam_threshold(model, settings.cutoffs)
     is_spam = verdict.verdict == "spam"
-    spam = protocol.spam_line(is_spam, headers.SA_POINTS * verdict.score, headers.SA_POINTS * threshold, command)
+    spam = protocol.spam_line(is_spam, headers.SA_POINTS * verdict.score, headers.SA_POINTS * threshold)
     if command == "CHECK":
         return protocol.result_reply(command, spam)
     if command == "SYMBOLS":

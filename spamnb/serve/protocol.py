@@ -138,10 +138,10 @@ def pong() -> bytes:
     return status_line(EX_OK, "PONG")
 
 
-def spam_line(is_spam: bool, score: float, threshold: float, command: str = "CHECK") -> str:
-    """`Spam: True ; 9.9 / 9.5`; REPORT_IFSPAM says Yes/No, as spamd does."""
-    flag = ("Yes" if is_spam else "No") if command == "REPORT_IFSPAM" else ("True" if is_spam else "False")
-    return f"Spam: {flag} ; {score:.1f} / {threshold:.1f}"
+def spam_line(is_spam: bool, score: float, threshold: float) -> str:
+    """`Spam: True ; 9.9 / 9.5`.  spamd says Yes/No to REPORT_IFSPAM, which spamc reads as not
+    spam (it compares with "true"): True/False here for every command, as the protocol's text says."""
+    return f"Spam: {'True' if is_spam else 'False'} ; {score:.1f} / {threshold:.1f}"
 
 
 def result_head(command: str, spam: str, length: int = 0) -> bytes:

@@ -286,7 +286,7 @@ def unscanned(request: protocol.Request, body: Oversize, log: Log) -> list[bytes
     """The reply to a message over --max-size: passed back as it came, `Spam: False ; 0.0 / 0.0`
     (what spamc -c prints for a message it did not have checked)."""
     log(f"{request.command}: a message of {body.size:,} bytes is over --max-size: passed back unscanned")
-    spam = protocol.spam_line(False, 0.0, 0.0, request.command)
+    spam = protocol.spam_line(False, 0.0, 0.0)
     f = body.file
     if request.command == "HEADERS":
         first = f.read(BLOCK * 16)  # type: ignore[attr-defined]
