@@ -20,7 +20,7 @@ def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
 
 
 # Terms per block of rows: a block is as wide as its largest n, so large blocks are mostly
-# padding (the corpus's 6,046 rows: 2^21 0.106 s, 2^17 0.037 s).
+# padding.
 CHI2_BLOCK = 1 << 17
 
 

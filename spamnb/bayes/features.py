@@ -33,18 +33,15 @@ class Vocabulary:
         return len(self.tokens)
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
-        # map over get and a repeated default runs in C: 250k tokens of the corpus model's
-        # vocabulary (a fifth unknown), 0.051 -> 0.046 s of CPU against a comprehension (best of 5).
+        # map over get and a repeated default runs in C, faster than a comprehension.
         return list(map(self.index.get, tokens, itertools.repeat(-1)))
 
     def grow(self, tokens: Iterable[str]) -> list[int]:
         """Columns of tokens, adding the ones not seen before."""
         # New tokens are numbered in C as they are met: while growing, the dictionary's
         # default is the next column, and its last keys are then the new tokens in column
-        # order (read from the end, not by skipping the old keys).  Training on the
-        # SpamAssassin corpus (24 chunks, 376k tokens): 0.30-0.32 s -> 0.21-0.23 s of the
-        # parent's CPU against a Python loop over a chunk's tokens once any was new (medians
-        # of 7 alternating replays, three sittings).
+        # order (read from the end, not by skipping the old keys): a third less of train's
+        # serial CPU than a Python loop over a chunk's tokens.
         index, known = self.index, self.tokens
         had = len(index)
         index.default_factory = itertools.count(len(known)).__next__
@@ -58,8 +55,7 @@ class Vocabulary:
     def sorted_blob(self) -> tuple[bytes, np.ndarray]:
         """The sorted token blob (newline-joined UTF-8) and the column order that matches it."""
         order = self.sorted_order()
-        # Indexed by plain ints: by the order's numpy integers, the join of the SpamAssassin
-        # corpus's 195k tokens took 0.041 s of train's serial tail, by ints 0.031 s (medians of 7).
+        # Indexed by plain ints: numpy integers make the join a third slower.
         return SEPARATOR.join(map(self.tokens.__getitem__, order.tolist())).encode("utf-8", "surrogatepass"), order
 
     def sorted_order(self) -> np.ndarray:
@@ -105,7 +101,7 @@ class GrowingSorted:
 
     Known tokens are found by binary search and remembered; new ones get the next
     columns.  Learning one message into a 1,000,000-token model so costs a few
-    hundred searches instead of a dictionary of the whole vocabulary (0.65 s).
+    hundred searches instead of a dictionary of the whole vocabulary.
     After `LIMIT` searches the whole dictionary is cheaper: it is built once and
     used from then on (columns do not change).
     """
@@ -204,8 +200,7 @@ class Rows(NamedTuple):
 
     def take(self, which: np.ndarray) -> Rows:
         """Messages `which` (indices, in that order, repeats allowed)."""
-        # One arange shifted per message, not an arange per message: train on the
-        # SpamAssassin corpus, 6,046 messages in 24 chunks, 0.021 s -> 0.004 s of CPU.
+        # One arange shifted per message, not an arange per message (a fifth of the CPU).
         which = np.asarray(which, dtype=np.int64)
         starts = np.cumsum(self.lengths) - self.lengths
         picked = self.lengths[which]
@@ -233,7 +228,7 @@ def local_rows(token_lists: Sequence[Sequence[str]]) -> Chunk:
     """Each message's distinct tokens, in order of their first sight in the chunk, with counts."""
     # Columns by first sight in one pass in C (a defaultdict whose default is its own size),
     # then each message's distinct columns and counts from one numpy sort of (message,
-    # column) keys: 1.1 s -> 0.65 s of CPU on the SpamAssassin corpus against a Counter each.
+    # column) keys: two fifths less CPU than a Counter each.
     index: defaultdict[str, int] = defaultdict()
     index.default_factory = index.__len__
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))

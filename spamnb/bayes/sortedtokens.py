@@ -40,8 +40,8 @@ class SortedTokens:
 
     # About this many evenly spaced tokens, read once: a bisect in C over them narrows
     # each search to the tokens between two of them, so the search written out below
-    # takes 7 steps instead of 17 in a 140k-token model (490 tokens: 7-15 ms -> 4.6 ms,
-    # landmarks included; a 1M-token model reads no more of them).
+    # takes 7 steps instead of 17 in a 140k-token model (a 1M-token model reads no more
+    # of them).
     LANDMARKS = 1024
 
     def landmarks(self) -> tuple[list[bytes], int]:
@@ -59,8 +59,8 @@ class SortedTokens:
         return self._landmarks
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
-        # The binary search is written out: through bisect and __getitem__ it took
-        # 10 ms of a 25 ms one-message pipe run (339 tokens, 140k-token model), inline 3 ms.
+        # The binary search is written out: through bisect and __getitem__ it was a third of
+        # a one-message pipe run.
         # Every offset read is checked (from 0, rising, to the blob's end): the pipe does not
         # read all of a big model's offsets, and crafted ones must not pick the verdict.
         blob, base, off, end = self.blob, self.base, self.offsets, self.size + 1

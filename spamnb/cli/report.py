@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def new_table(*columns: str, **options: Any) -> Table:
     """A borderless table with bold headers.  rich is imported here, when a table is drawn:
-    at module level it cost every batch command about 35 ms of start-up, output to a pipe included."""
+    at module level it added to every batch command's start-up, output to a pipe included."""
     from rich.table import Table
 
     return Table(*columns, **{"box": None, "header_style": "bold", **options})

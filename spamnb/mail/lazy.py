@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-# `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
+# `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -12,9 +12,9 @@ if TYPE_CHECKING:
 class Lazy:
     """A regular expression compiled when first used.
 
-    Compiling the tokeniser's 27 patterns at import took 6 ms, a tenth of what the
-    one-message pipe added to `import numpy`, and most messages use half of them
-    (CJK alone took 2.5 ms; only text in those scripts needs it).
+    Compiling the tokeniser's patterns at import was a tenth of what the one-message
+    pipe added to `import numpy`, and most messages use half of them (CJK, the costliest,
+    only for text in those scripts).
     """
 
     METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "split")

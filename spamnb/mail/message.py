@@ -16,7 +16,7 @@ from operator import itemgetter
 from spamnb.mail.lazy import Lazy
 from spamnb.mail.mimelimits import MAX_CONTENT_TYPE_CHARS, MAX_LINES, MAX_MESSAGES, capped
 
-# `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
+# `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -38,8 +38,7 @@ def parse_bounded(data: bytes) -> Any:
     """The message parsed from its first MAX_LINES lines: a SinglePart, or the email package's
     Message (raises mime.TooManyParts)."""
     # A line holds at least its line end, so a shorter message has too few lines to
-    # count; and LF-only mail has no CR to count (two counts through every message of
-    # the corpus took 0.041 s of CPU, this 0.008 s).
+    # count; and LF-only mail has no CR to count.
     if len(data) > MAX_LINES and data.count(b"\n") + (data.count(b"\r") if b"\r" in data else 0) > MAX_LINES:
         for number, end in enumerate(LINE_END.finditer(data), 1):
             if number == MAX_LINES:
@@ -57,8 +56,7 @@ def parse_bounded(data: bytes) -> Any:
 
 # The fast path of `parse_bounded`, for a message that is one part (most mail).  The
 # email package's feed parser reads such a message line by line, through a generator
-# per line: 2.4 s of the 9.8 s of CPU tokenising the corpus (1.3 s now, most of it
-# the 8% of messages still parsed).  Here the header fields are cut by one regular
+# per line, a quarter of the CPU of tokenising.  Here the header fields are cut by one regular
 # expression and the rest becomes the payload in one piece.  It applies its
 # rules exactly (email/feedparser.py, `_parsegen` and `_parse_headers`): lines end at
 # CRLF, CR or LF; the header block is the run of lines matching its `headerRE` (a
@@ -70,8 +68,7 @@ def parse_bounded(data: bytes) -> Any:
 # (bench/tokens_identical.py) and on generated ones (tests/test_tokens.py).
 LINE, NEWLINE = r"[^\r\n]*+", r"(?:\r\n|\r|\n)"
 # In text without a CR the same lines are `.` up to an LF, which the regex engine scans
-# 3x faster than a class (read_part on the corpus: 0.59 s -> 0.40 s of CPU;
-# 3 single-part messages of 5,540 hold a CR).
+# faster than a class (few single-part messages hold a CR).
 LINE_LF, NEWLINE_LF = r".*+", r"\n"
 
 
@@ -81,7 +78,7 @@ def field_patterns(line: str, newline: str) -> tuple[Lazy, Lazy]:
     The field's groups are its name and its value as compat32's header_source_parse
     makes it: without the blanks after the colon (lstrip) and the last line end (rstrip
     of CR and LF, which no line holds but at its end).  Cut by the pattern, not by a
-    pass of lstrip and rstrip over every field: read_part 0.39 -> 0.34 s of CPU.
+    pass of lstrip and rstrip over every field, which is slower.
     """
     field = Lazy(rf"([\041-\071\073-\176]++):[ \t]*+({line}(?:{newline}[\t ]{line})*+)(?:{newline}|\Z)")
     return field, Lazy(rf"(?:{field.pattern})*+")
@@ -111,7 +108,7 @@ def read_part(text: str) -> Any:
     # Back to back, so each field in turn; compat32's header_source_parse on the field's
     # lines at once.
     headers = field.findall(text, 0, pos)
-    # Only a value longer than this can be cut (0.14 s of CPU on the corpus to call `capped` on each).
+    # Only a value longer than this can be cut (calling `capped` on each is not free).
     if max(map(len, map(itemgetter(1), headers)), default=0) > MAX_CONTENT_TYPE_CHARS:
         headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in headers]
     # The first line that is not a field.  headerRE would also take these two (and
@@ -179,8 +176,8 @@ def multipart_of(top: Any, depth: int = 0, budget: list[int] | None = None) -> M
     text the same way: the parser strips it from the payload of a one-part part but
     from the epilogue of a multipart one (from its last part when its closing line is
     missing, which the part's own reading strips already), so a multipart part is read
-    unstripped.  The SpamAssassin corpus: messages parsed 50 -> 9 (message/* parts, and two
-    with no first boundary line), tokeniser CPU 3.47 -> 3.36 s (median of 12, alternating).
+    unstripped.  On the SpamAssassin corpus only message/* parts and two messages with no
+    first boundary line are still left to the email package.
     """
     if not isinstance(top, SinglePart):
         return None
@@ -241,8 +238,8 @@ class SinglePart:
     `get_payload(decode=True)`) by its rules (compat32, email/message.py), for messages
     whose Content-Type and Content-Transfer-Encoding those rules read plainly (`plain`).
 
-    Not importing the email package (email.message and what it imports) takes ~12 ms
-    off the one-message pipe's start-up.  tests/test_tokens.py checks it against the
+    Not importing the email package (email.message and what it imports) is a large share
+    of the one-message pipe's start-up.  tests/test_tokens.py checks it against the
     email package on generated mail; bench/tokens_identical.py on the corpus.
     """
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 # Bounds on what the email package is given.  Its parser costs microseconds per
 # line and per part, times the nesting depth, and its header code is quadratic in a
-# header's length: on 1 MiB of hostile mail a 1,000-deep multipart took 1 s,
-# 130,000 empty parts 10 s, a Content-Type of `;a=b` parameters 39 s.  Real mail
+# header's length: 1 MiB of hostile mail (deep nesting, empty parts, long parameter
+# lists) took seconds to minutes (docs/measurements.md).  Real mail
 # stays far inside these; beyond them the rest of a header is dropped, a part nested
 # deeper is read as plain text, and a message of more parts is tokenised raw.
 MAX_LINES = 20_000
@@ -13,7 +13,7 @@ MAX_MESSAGES = 1_000  # parts, all levels
 MAX_DEPTH = 10
 MAX_HEADER_CHARS = 16_384  # per header value, folded lines included
 # Content-Type parameters are parsed again on every look-up, in time quadratic in
-# the value (60 parts of 16 kB of `;` in quotes took 27 s); real ones are short.
+# the value; real ones are short.
 MAX_CONTENT_TYPE_CHARS = 1_024
 
 

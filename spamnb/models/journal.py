@@ -35,7 +35,7 @@ HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two
 REC = struct.Struct("<4sII")  # b"JREC", payload length, CRC of the payload
 REC_TAG = b"JREC"
 # Learns go to the journal until it is this large, then it is folded into the model
-# (a fold rewrites the model: ~0.7 s for 1,000,000 tokens).  A message's record is ~3 KB.
+# (a fold rewrites the model, so not after every learn).  A message's record is ~3 KB.
 FOLD_SIZE = 64 << 10
 CLASS_CODES = {None: b"-", 0: b"0", 1: b"1"}
 CODE_CLASSES = {v: k for k, v in CLASS_CODES.items()}

@@ -39,8 +39,8 @@ class NotPlain(Exception):
     """The file is a zip this reader does not handle (compressed, ZIP64, a comment): not necessarily damaged."""
 
 
-# The zip records read here (importing zipfile, with shutil and threading, was 4 ms of the
-# one-message pipe's start-up).
+# The zip records read here (importing zipfile, with shutil and threading, is no small
+# part of the one-message pipe's start-up).
 LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a member's local header: 30 bytes, then name and extra
 CENTRAL_ENTRY = struct.Struct("<4s4B4HL2L5H2L")  # a central directory entry: 46 bytes, then name, extra, comment
 END_RECORD = struct.Struct("<4s4H2LH")  # end of central directory: 22 bytes, then the comment
@@ -49,7 +49,7 @@ ZIP64_MARK = 0xFFFFFFFF
 
 
 # stored: as it is, not compressed, not encrypted.  (Records here are collections' named
-# tuples and plain classes: `typing` is ~3 ms of the pipe's start-up.)
+# tuples and plain classes: `typing` is off the pipe's start-up.)
 Member = namedtuple("Member", ("header_offset", "size", "crc", "stored"))
 
 
@@ -147,7 +147,7 @@ def read_npy(mm: mmap.mmap, start: int, size: int) -> Array:
 def npy_header(text: str) -> tuple[str, str, int, bool, tuple[int, ...]]:
     """Byte order, kind, item size, Fortran order and shape from a header as numpy writes it:
     `{'descr': '<u2', 'fortran_order': False, 'shape': (2, 10), }` (keys sorted)."""
-    # Parsed by hand: a regular expression's compilation was 1 ms of the pipe's start-up.
+    # Parsed by hand: a regular expression's compilation would be on the pipe's start-up.
     head, _, rest = text.strip().partition("'descr': '")
     descr, _, rest = rest.partition("', 'fortran_order': ")
     fortran, _, rest = rest.partition(", 'shape': (")
@@ -167,8 +167,8 @@ def npy_header(text: str) -> tuple[str, str, int, bool, tuple[int, ...]]:
 
 
 # Members up to this size are checked against their zip checksums on every open.  The
-# large ones (the token blob, offsets and counts of a big model) are not: at ~3 ms per MB
-# here a 1,000,000-token model's 20 MB would cost 60 ms per piped message; what is read
+# large ones (the token blob, offsets and counts of a big model) are not: checking a
+# 1,000,000-token model's 20 MB would cost more than the rest of a piped message; what is read
 # of them is range-checked where it is used, and every command that loads the whole
 # model (`store.load`) checks them all.
 CHECKED_SIZE = 1 << 18

@@ -20,8 +20,8 @@ Arrays (V tokens, M learnt messages):
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
 so that `load(path, scoring_only=True)` maps the file and reads only the pages a
 message's tokens touch: scoring one message costs nearly the same with 10,000 or
-1,000,000 tokens.  Trained on the SpamAssassin corpus: 6.1 MB; deflated it would be
-1.8 MB but take ~3x longer to load whole (33 ms against 9 ms) and lose the mapping.
+1,000,000 tokens.  Deflated, a model would be a third of the size but take longer to
+load whole, and lose the mapping.
 """
 from __future__ import annotations
 
@@ -391,7 +391,7 @@ def load_mapped(path: str) -> Model | None:
             start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
             if start + info.size > len(mm):
                 raise ModelError(f"{path}: damaged spamnb model ({k} runs past the end of the file)")
-            # A damaged file must fail, not score: the members' checksums cost ~1 ms per MB.
+            # A damaged file must fail, not score: every member's checksum is checked.
             if zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
                 raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
             file.seek(start)

@@ -25,7 +25,7 @@ import sys
 
 from spamnb.mail import headers
 
-# `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
+# `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from distributed import Client, Future
 
 INSTALL = "pip install 'spamnb[dask]'"
-# Files per task: 1,000 SpamAssassin-sized messages are ~0.5 s of a worker's CPU, long
-# enough that the scheduler's few ms per task do not count, short enough to spread.
+# Files per task: long enough that the scheduler's cost per task does not count, short
+# enough to spread (under a second of a worker's CPU for mail of ordinary size).
 SHARD = 1000
 CONNECT_TIMEOUT = "10s"
 

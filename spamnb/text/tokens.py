@@ -19,7 +19,7 @@ from spamnb.mail import headers as message_headers
 from spamnb.mail.lazy import Lazy
 from spamnb.mail.message import decode_header_value, iter_text_parts, parse_bounded
 
-# `typing` is off the one-message pipe's start-up (~3 ms): names for annotations only.
+# `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -90,7 +90,7 @@ class TokenSettings(TokenFields):
     """How messages become tokens; stored in the model file.
 
     A named tuple checked when made, as the other settings records: a dataclass
-    compiles generated code at import, about 1.3 ms each of the pipe's start-up.
+    compiles generated code at import, on the pipe's start-up.
     """
 
     __slots__ = ()
@@ -136,17 +136,14 @@ def word_pattern(letter: str, at_least_two: bool) -> Lazy:
     return Lazy(rf"{letter}++(?:['.\-]{letter}++)*+")
 
 
-# On ASCII text `[^\W_]` is `[a-zA-Z0-9]`, which the regex engine tests faster (findall
-# on the corpus's ASCII texts: 1.3 s of CPU against 1.9 s).
+# On ASCII text `[^\W_]` is `[a-zA-Z0-9]`, which the regex engine tests faster.
 ASCII_LETTER = "[a-zA-Z0-9]"
 UNICODE_LETTER = r"[^\W_]"
 # Likewise on text all in the characters of an 8-bit charset, `[^\W_]` spelt out as
 # those of its characters that are letters or digits (what isalnum() holds).  Most
 # non-ASCII mail text is such (an HTML `&nbsp;`, Latin-1 mail, cp1252's typographic
-# quotes and dashes), and holds no CJK either.  Latin-1: 1,002 of the corpus's 1,325
-# non-ASCII texts, words 0.30 -> 0.14 s of CPU (findall and the CJK search),
-# tokeniser 4.29 -> 4.16 s; cp1252: 271 of the other 323, 0.185 -> 0.09 s.  Latin-1
-# first: cp1252 lacks the C1 controls that text decoded as Latin-1 holds.
+# quotes and dashes), and holds no CJK either: the words of such texts are found in half
+# the time.  Latin-1 first: cp1252 lacks the C1 controls that text decoded as Latin-1 holds.
 EIGHT_BIT_CHARSETS = ("latin-1", "cp1252")
 
 
@@ -233,7 +230,7 @@ def html_to_text(markup: str) -> str:
 
 # Header tokens are remembered by (name, value): 53% of the header fields of the
 # SpamAssassin corpus repeat one seen before (mailing lists, mailers, servers), and
-# the tokens of fields other than Received took 1.3 s of 8.3 s of tokeniser CPU.  Bounded
+# the tokens of fields other than Received were a sixth of the tokeniser's CPU.  Bounded
 # as the memos below (`remember`): at most MEMO_SIZE fields of at most HEADER_CACHE_CHARS
 # each.  Received fields are all but unique (32,427 distinct of 32,585) and never kept.
 HEADER_CACHE_CHARS = 1024
@@ -285,7 +282,7 @@ class Tokenizer:
         for name, value in headers:
             if name == "Received":
                 # Never in the cache (below): no look-up of its (name, value), one
-                # field in four.  Header loop 1.10 -> 1.06 s of CPU with the decoding skip.
+                # field in four.
                 tokens += self.header_tokens(name, value)
                 continue
             found = cache.get((name, value))
@@ -301,7 +298,7 @@ class Tokenizer:
             if subtype == "html":
                 text = html_to_text(text)
             words = self.words(text)
-            # Unigrams are the words themselves: no copy (0.02 s of CPU on the corpus).
+            # Unigrams are the words themselves: no copy.
             tokens += self.ngrams(words) if self.settings.ngram > 1 else words
         return tokens
 
@@ -347,7 +344,7 @@ class Tokenizer:
             # joiners: looked for first in C, in the text's bytes with each of those made
             # an `a`; only texts holding such a run (a long word, a line of hyphens: 1,635
             # of the corpus's 68,555 ASCII texts over 40 characters) have their words'
-            # lengths checked.  0.17 -> 0.13 s of CPU on those texts; tokeniser 3.87 -> 3.78 s.
+            # lengths checked.
             may_be_long = len(text) > hi and self._long_run in text.encode("ascii").translate(WORD_BYTES)
         else:
             for charset, pattern in self._word_8bit:
@@ -360,14 +357,13 @@ class Tokenizer:
                 found = self._word_unicode.findall(text)
             may_be_long = len(text) > hi
         lo, stop = s.min_len, self._stop
-        # The length filter was 10% of word time (0.3 s of 3.1 s); most texts need none.
-        # max with key=len: 0.19 s against 0.23 s for max(map(len, ...)) on the corpus's header words.
+        # The length filter was a tenth of word time; most texts need none.  max with key=len
+        # is faster than max(map(len, ...)) on header words.
         too_long = may_be_long and bool(found) and len(max(found, key=len)) > hi
         if lo > self._min_checked:
             out = [w for w in found if lo <= len(w) <= hi]
         elif too_long:
-            # The pattern finds no word shorter than `lo` here: the upper bound alone
-            # (0.053 -> 0.018 s of CPU on the corpus's 855 texts with an over-long word).
+            # The pattern finds no word shorter than `lo` here: the upper bound alone.
             out = [w for w in found if len(w) <= hi]
         else:
             out = found
@@ -409,8 +405,8 @@ DIGIT = Lazy(r"\d")
 URL = Lazy(r"(?:https?|ftp)://([^\s/\"'<>?#:]+)(?::\d+)?", re.I)
 IPV4 = Lazy(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b")
 # Host names, as `\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b` finds them, but in linear time: that
-# regex backtracks and restarts label by label (60 Received headers of `a.a.a...`
-# took 250 s).  A dotted run is taken whole, from its start only, then cut after
+# regex backtracks and restarts label by label (minutes on a few hostile Received
+# headers of `a.a.a...`).  A dotted run is taken whole, from its start only, then cut after
 # its last label that can end a host name.  Same hosts on all 32,585 Received
 # headers of the SpamAssassin corpus.
 DOTTED = Lazy(r"(?<![\w-])[a-z0-9-]++(?:\.[a-z0-9-]++)++", re.I)
@@ -432,8 +428,7 @@ MEMO_KEY_CHARS = 255
 # the same whether the run stands alone or in its field: the characters either side
 # of a run are neither word characters nor `.` or `-`, nothing these patterns test
 # for but the start and end of text.  So a field's tokens are its runs' tokens, each
-# run worked out once: 10,609 distinct runs of 130,611 in the corpus, received_tokens
-# 0.86 s -> 0.51 s of CPU.
+# run worked out once (a twelfth of a corpus's runs are distinct).
 DOTTED_CHUNK = Lazy(r"(?<![\w.-])[\w-]*+\.[\w.-]*+", re.A)
 _chunk_memo: dict[str, tuple[list[str], list[str]]] = {}
 
@@ -493,8 +488,7 @@ def dotted_chunks(value: str, words: list[str] | None) -> list[str]:
     turn (`'` is a boundary to both patterns, as the field's characters either side
     of a run are), the hyphens change none (a word's letters and digits are joined
     by single dots and hyphens; its last label ends the same).  Picked out of the
-    words already found in C: 32,076 of the corpus's 32,582 ASCII Received fields;
-    the DOTTED_CHUNK findall on them was 0.23 s of CPU, this 0.12 s.
+    words already found in C, in half the time of the DOTTED_CHUNK findall on them.
     """
     if words is not None and "_" not in value and "--" not in value:
         dotted = [w for w in words if "." in w]
@@ -558,7 +552,7 @@ def url_tokens(text: str) -> list[str]:
 
 
 # Links' hosts recur as the relays do (42,945 links in the corpus, 5,778 distinct
-# hosts): each host's tokens are worked out once.  url_tokens 0.24 -> 0.18 s of CPU.
+# hosts): each host's tokens are worked out once.
 _url_memo: dict[str, tuple[str, ...]] = {}
 
 
@@ -578,8 +572,8 @@ def url_matches(text: str) -> Iterator[re.Match[str]]:
     so each `://` is tried at those starts, leftmost first, none before the end of
     the previous match, exactly as finditer would.  Case-blind matching pairs
     characters one to one, also beyond ASCII (the long s for `s`, the Kelvin sign for `k`),
-    so the scheme is 3 to 5 characters long in any text: url_tokens of the corpus's
-    non-ASCII texts took 0.19 s of CPU with finditer, 0.03 s so.
+    so the scheme is 3 to 5 characters long in any text (finditer was six times slower
+    on non-ASCII texts).
     """
     end = 0
     i = text.find("://")
