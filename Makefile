@@ -35,6 +35,7 @@ test-pure: install
 bench: install
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/hostile.py
+	$(BIN)/python bench/serve.py
 
 # train on 200,000 messages derived from the SpamAssassin corpus (in a temporary folder):
 # --jobs 2 against --dask local with 1 and 2 workers; run it under the bench lock.

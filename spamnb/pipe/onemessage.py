@@ -211,6 +211,7 @@ class OneModel:
         self._gaussians: meta.Gaussians | None = None
         self._linear: Linear | None = None
         self._table: dict[str, tuple[int, ...]] | None = None  # make_resident's
+        self._rows: tuple[tuple, dict] = ((), {})  # fisher's rows, and the (docs, alpha) they are for
         self._tokenizer: Tokenizer | None = None
         # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
         self._now: dict[str, list[int]] = {}
@@ -262,8 +263,8 @@ class OneModel:
         weighted model its weighted sums ham, spam); None for one it lacks."""
         if not self.n_features:
             return [None] * len(names)
-        if self._table is not None:
-            return [None if row is None else list(row) for row in map(self._table.get, names)]
+        if self._table is not None:  # tuples: a resident model is not learnt into (`learn` changes lists)
+            return list(map(self._table.get, names))  # type: ignore[arg-type]
         tf, df = self.tf, self.df
         try:
             cols = self.vocab.lookup(names)
@@ -375,7 +376,9 @@ class OneModel:
                 key = None
             known.append((i, h, s, field, key))
         docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
-        rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)
+        if self._rows[0] != (docs_h, docs_s, alpha):  # kept from message to message while they hold
+            self._rows = ((docs_h, docs_s, alpha), {})
+        rows: dict[tuple[int, int], tuple[float, float]] = self._rows[1]  # (ln f, ln(1 - f)) by (df ham, df spam)
         entries = []  # (token's place, weight, field, (ln f, ln(1 - f))), for `shares`
         for i, h, s, field, key in known:
             row = rows.get((h, s))
