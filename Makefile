@@ -6,7 +6,7 @@ SPAMNB := $(BIN)/spamnb
 DEMO := demo-out
 SA_INDEX := ../shared/corpora/spamassassin/index
 
-.PHONY: install demo test test-pure lint bench accuracy small-data fuzz clean
+.PHONY: install demo demo-steps test test-pure lint bench accuracy small-data fuzz clean
 
 install: $(VENV)/.installed
 
@@ -15,14 +15,23 @@ $(VENV)/.installed: pyproject.toml setup.py spamnb/text/_ctokens.c
 	$(BIN)/pip install -q -e '.[test,dask]' --config-settings editable_mode=compat
 	touch $@
 
+# The demo: generate 900 messages of varied mail (sample_corpus/generate.py), learn them from
+# their mbox copies, evaluate 5-fold over their index (the Maildir copies), then classify six
+# messages the model never learnt and show each verdict's strongest reasons.
+# tests/test_demo.py runs demo-steps with the test's own spamnb.
 demo: install
-	rm -rf $(DEMO) && mkdir -p $(DEMO)
-	$(SPAMNB) -q train -m $(DEMO)/model.npz --spam sample_corpus/maildir/spam --ham sample_corpus/maildir/ham
-	$(SPAMNB) -q classify -m $(DEMO)/model.npz sample_corpus/spam.mbox sample_corpus/ham.mbox
-	$(SPAMNB) -q eval --index sample_corpus/index --folds 5
+	@$(MAKE) --no-print-directory demo-steps
+
+demo-steps:
+	rm -rf $(DEMO)
+	$(PYTHON) sample_corpus/generate.py $(DEMO)/corpus
+	$(SPAMNB) -q train -m $(DEMO)/model.npz --spam $(DEMO)/corpus/spam.mbox --ham $(DEMO)/corpus/ham.mbox
+	$(SPAMNB) -q eval --index $(DEMO)/corpus/index --folds 5
+	$(SPAMNB) -q classify -m $(DEMO)/model.npz $(DEMO)/corpus/unseen
+	for message in $(DEMO)/corpus/unseen/*.eml; do $(SPAMNB) -q inspect -m $(DEMO)/model.npz --explain $$message --top 3 || exit 1; done
 
 lint: install
-	$(BIN)/ruff check spamnb tests bench
+	$(BIN)/ruff check spamnb tests bench sample_corpus
 
 test: lint
 	$(BIN)/python -m pytest

@@ -1,14 +1,16 @@
-"""Derive the sample corpus's mbox copies and index from its Maildir message files.
+"""Derive a corpus's mbox copies and index from its Maildir message files.
 
-The message files under maildir/ are the source.  From them:
+The message files under ROOT/maildir/ are the source (ROOT is this folder unless given;
+generate.py calls ``write`` on the corpus it generates).  From them:
 
 * ``ham.mbox``, ``spam.mbox``: mboxrd, messages in Maildir file-name order, each after a
   ``From SENDER DATE`` line (the Return-Path address, ``MAILER-DAEMON`` for ``<>``; the
   delivery time, the seconds that start the file name) and followed by a blank line;
 * ``index``: ``LABEL PATH`` per message, in delivery order.
 
-Usage: ``python sample_corpus/derive.py`` rewrites them; ``--check`` exits 1, naming the
-stale files, if they differ from what the message files give.  Standard library only.
+Usage: ``python sample_corpus/derive.py [ROOT]`` rewrites them; ``--check`` exits 1,
+naming the stale files, if they differ from what the message files give.  Standard
+library only.
 """
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ FROM_LINE = re.compile(rb"^>*From ")
 RETURN_PATH = re.compile(rb"^Return-Path:\s*<([^>]*)>", re.MULTILINE | re.IGNORECASE)
 
 
-def message_files(kind: str) -> list[Path]:
+def message_files(root: Path, kind: str) -> list[Path]:
     """The Maildir's message files (cur/ and new/, dotfiles skipped), sorted by file name."""
-    folder = HERE / "maildir" / kind
+    folder = root / "maildir" / kind
     found = [path for sub in ("cur", "new") for path in (folder / sub).iterdir() if not path.name.startswith(".")]
     return sorted(found, key=lambda path: path.name)
 
@@ -48,23 +50,29 @@ def mboxrd_entry(path: Path) -> bytes:
     return b"\n".join([from_line, *escaped]) + b"\n\n"
 
 
-def derived() -> dict[str, bytes]:
-    """File name (relative to this folder) -> the bytes it should hold."""
-    out = {f"{kind}.mbox": b"".join(map(mboxrd_entry, message_files(kind))) for kind in CLASSES}
-    every = sorted(((path, kind) for kind in CLASSES for path in message_files(kind)), key=lambda pk: (delivered(pk[0]), pk[0].name))
-    out["index"] = "".join(f"{kind} {path.relative_to(HERE).as_posix()}\n" for path, kind in every).encode("ascii")
+def derived(root: Path = HERE) -> dict[str, bytes]:
+    """File name (relative to ROOT) -> the bytes it should hold."""
+    out = {f"{kind}.mbox": b"".join(mboxrd_entry(path) for path in message_files(root, kind)) for kind in CLASSES}
+    every = sorted(((path, kind) for kind in CLASSES for path in message_files(root, kind)), key=lambda pk: (delivered(pk[0]), pk[0].name))
+    out["index"] = "".join(f"{kind} {path.relative_to(root).as_posix()}\n" for path, kind in every).encode("ascii")
     return out
 
 
+def write(root: Path) -> None:
+    for name, data in derived(root).items():
+        (root / name).write_bytes(data)
+
+
 def main(argv: list[str]) -> int:
-    wanted = derived()
+    roots = [arg for arg in argv if not arg.startswith("--")]
+    root = Path(roots[0]) if roots else HERE
     if "--check" in argv:
-        stale = [name for name, data in wanted.items() if not (HERE / name).is_file() or (HERE / name).read_bytes() != data]
+        stale = [name for name, data in derived(root).items() if not (root / name).is_file() or (root / name).read_bytes() != data]
+        again = "python sample_corpus/derive.py" + ("" if root == HERE else f" {root}")
         for name in stale:
-            print(f"sample_corpus/{name} is stale: run python sample_corpus/derive.py", file=sys.stderr)
+            print(f"{root.name}/{name} is stale: run {again}", file=sys.stderr)
         return 1 if stale else 0
-    for name, data in wanted.items():
-        (HERE / name).write_bytes(data)
+    write(root)
     return 0
 
 
