@@ -399,7 +399,7 @@ def bogofilter_online(work: str, order: list[tuple[str, str]], on_error: bool) -
     import numpy as np
 
     sys.path.insert(0, REPO)
-    from spamnb.run import metrics, online
+    from spamnb.run import metrics
     from spamnb.run.classifier import Scored
 
     db = os.path.join(work, "bogo-online" + ("-errors" if on_error else ""))
@@ -421,7 +421,7 @@ def bogofilter_online(work: str, order: list[tuple[str, str]], on_error: bool) -
     auc = metrics.roc_auc(np.array([s.score for s in scored]), positive)
     return took, {
         "learnt": learnt,
-        "lam_percent": online.lam_percent(scored),
+        "lam_percent": metrics.lam_percent(int((flagged & ~positive).sum()), int((~positive).sum()), int((~flagged & positive).sum()), int(positive.sum())),
         "one_minus_roca_percent": 100 * (1 - auc),
         "false_positives": int((flagged & ~positive).sum()),
         "false_negatives": int((~flagged & positive).sum()),

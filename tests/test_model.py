@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from spamnb.models import scoring
 from spamnb.models.model import HAM_LOSS, Scoring, fit_platt, ham_loss_floor, probabilities
 
 
@@ -88,17 +89,38 @@ def test_ham_loss_floor_without_ham_or_over_budget() -> None:
     assert ham_loss_floor(np.array([5.0, -30.0]), np.array([True, False]), (1.0, 0.0), budget=2.0) == 0.0
 
 
-def test_a_spam_verdict_needs_the_cut_off_and_the_floor() -> None:
-    from spamnb.pipe import onemessage
-
+def test_the_default_spam_verdict_needs_the_cut_off_and_the_floor() -> None:
     s = Scoring(spam_floor=0.99)
     assert [s.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]
+    # the floor, not the cut-off, held the first two back: each decision says so
+    assert [s.decide(p).floor for p in (0.96, 0.99, 0.995, 0.05, 0.5)] == [0.99, 0.99, None, None, None]
     assert Scoring.from_json(s.to_json()) == s
-    light = onemessage.Scoring.from_json(s.to_json())
-    assert [light.verdict(p) for p in (0.96, 0.99, 0.995, 0.05)] == ["unsure", "unsure", "spam", "ham"]
-    assert onemessage.Scoring.from_json(Scoring().to_json()).spam_floor == 0.0
+    assert "spam_cutoff_set" not in s.to_json()  # a model's scoring as saved before the field was
     for bad in (-0.1, 1.5):
         with pytest.raises(ValueError):
             Scoring(spam_floor=bad)
         with pytest.raises(ValueError):
-            onemessage.Scoring.from_json(f'{{"spam_floor": {bad}}}')
+            scoring.Scoring.from_json(f'{{"spam_floor": {bad}}}')
+
+
+def test_a_spam_cutoff_the_user_sets_is_the_cutoff() -> None:
+    s = Scoring(spam_floor=0.99).with_cutoffs(0.95, None)
+    assert s.spam_cutoff_set and (s.spam_cutoff, s.ham_cutoff) == (0.95, 0.1)
+    assert [s.decide(p) for p in (0.96, 0.94)] == [("spam", None), ("unsure", None)]
+    assert Scoring.from_json(s.to_json()) == s  # `train --spam-cutoff` stores it so
+    # the ham cut-off alone leaves the spam side (and its floor) as it was
+    assert Scoring(spam_floor=0.99).with_cutoffs(None, 0.2).verdict(0.96) == "unsure"
+    assert s.spam_threshold() == (0.95, False) and Scoring(spam_floor=0.99).spam_threshold() == (0.99, True)
+
+
+@pytest.mark.parametrize("spam, ham", [(0.4, 0.5), (1.5, None), (None, -0.1), (math.nan, None), (None, 0.99)])
+def test_one_check_of_the_cutoffs(spam: float | None, ham: float | None) -> None:
+    with pytest.raises(scoring.CutoffError):
+        Scoring().with_cutoffs(spam, ham)
+    with pytest.raises(ValueError):
+        scoring.Scoring(spam_cutoff=0.95 if spam is None else spam, ham_cutoff=0.1 if ham is None else ham)
+
+
+def test_equal_cutoffs_leave_no_message_unsure() -> None:
+    s = Scoring().with_cutoffs(0.5, 0.5)
+    assert [s.verdict(p) for p in (0.0, 0.49, 0.5, 1.0)] == ["ham", "ham", "spam", "spam"]

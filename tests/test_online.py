@@ -8,12 +8,13 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from spamnb.mail.sources import Message, read_index
 from spamnb.models import store
 from spamnb.models.model import Scoring
-from spamnb.run import classifier, online
+from spamnb.run import classifier, metrics, online
 from spamnb.run.classifier import Scored
 from spamnb.text.tokens import TokenSettings
 from tests.conftest import run_cli
@@ -83,19 +84,24 @@ def scored(label: str, verdict: str) -> Scored:
     return Scored("m", label, 0.0, 0.5, verdict)
 
 
+def lam_percent(stream: list[Scored]) -> float:
+    """eval's lam% (metrics.Report.lam_percent) of a stream's verdicts."""
+    return metrics.evaluate([s.label for s in stream], np.zeros(len(stream)), np.array([s.score for s in stream]), [s.verdict for s in stream]).lam_percent
+
+
 def test_lam_is_the_logistic_mean_of_the_two_error_rates() -> None:
     # 1 of 4 ham flagged, 1 of 2 spam missed: logit 1/4 and logit 1/2 averaged.
     stream = [scored("ham", "spam"), *[scored("ham", "ham")] * 3, scored("spam", "spam"), scored("spam", "unsure")]
     mean = (math.log(1 / 3) + 0.0) / 2
-    assert online.lam_percent(stream) == pytest.approx(100 / (1 + math.exp(-mean)))
+    assert lam_percent(stream) == pytest.approx(100 / (1 + math.exp(-mean)))
     # No errors at all: each rate taken as half a message, so lam% stays finite.
     perfect = [scored("ham", "ham")] * 9 + [scored("spam", "spam")] * 9
-    assert online.lam_percent(perfect) == pytest.approx(100 * 0.5 / 9)  # both rates 0.5 / 9
-    assert math.isnan(online.lam_percent([scored("ham", "ham")]))
+    assert lam_percent(perfect) == pytest.approx(100 * 0.5 / 9)  # both rates 0.5 / 9
+    assert math.isnan(lam_percent([scored("ham", "ham")]))
     # Every spam missed (a new model that flags nothing): half a message caught, not a ZeroDivisionError.
     none_caught = [scored("ham", "ham"), scored("ham", "ham"), scored("spam", "unsure"), scored("spam", "ham")]
     mean = (math.log(0.5 / 1.5) + math.log(1.5 / 0.5)) / 2
-    assert online.lam_percent(none_caught) == pytest.approx(100 / (1 + math.exp(-mean)))
+    assert lam_percent(none_caught) == pytest.approx(100 / (1 + math.exp(-mean)))
     assert online.running_errors([scored("ham", "spam"), scored("ham", "ham")], windows=2) == [1.0, 0.0]
 
 

@@ -32,7 +32,7 @@ SPAM_MAIL = make_mail("cheap pills", "viagra casino winner lottery prize bonus o
 HAM_MAIL = make_mail("meeting agenda", "project review lunch tuesday report budget\n")
 # No token the model knows: its score is the prior, 0.5 for a balanced model.
 UNSURE_MAIL = b"Subject: zqxv\n\nqwzx blorfle\n"
-VERDICT = re.compile(rb"X-Spamnb: (spam|ham|unsure), score=([01]\.\d{4})(\r\n|\n|\r)")
+VERDICT = re.compile(rb"X-Spamnb: (spam|ham|unsure), score=([01]\.\d{4})(?:, floor=[01]\.\d{4})?(\r\n|\n|\r)")
 MARK = b"<<verdict>>"  # where a test expects the verdict header
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -184,26 +184,26 @@ def quiet_option(fn: F) -> F:
 
 
 def cutoff_options(fn: F) -> F:
+    # Plain floats: the one check of a pair of cut-offs is the Scoring's (`with_cutoffs`).
     fn = click.option(
-        "--ham-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
+        "--ham-cutoff", type=float, default=None, metavar="P",
         help="Ham when P(spam) <= P; between the cut-offs, unsure. [default: the model's, else 0.1]",
     )(fn)
     fn = click.option(
-        "--spam-cutoff", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="P",
-        help="Spam when P(spam) >= P (and above the model's ham-loss floor: see inspect). [default: the model's, else 0.95]",
+        "--spam-cutoff", type=float, default=None, metavar="P",
+        help="Spam when P(spam) >= P, as given: the model's ham-loss floor (see inspect) holds back only its default cut-off. [default: the model's, else 0.95]",
     )(fn)
     return fn
 
 
 def with_cutoffs(scoring: Any, spam_cutoff: float | None, ham_cutoff: float | None) -> Any:
-    """`scoring` with the cut-offs given; ham's must stay below spam's (a usage error)."""
-    if spam_cutoff is None and ham_cutoff is None:
-        return scoring
-    spam = scoring.spam_cutoff if spam_cutoff is None else spam_cutoff
-    ham = scoring.ham_cutoff if ham_cutoff is None else ham_cutoff
-    if not 0 < ham < spam < 1:
-        raise click.UsageError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
-    return scoring.replace(spam_cutoff=spam, ham_cutoff=ham)
+    """`scoring` with the cut-offs given (Scoring.with_cutoffs); bad ones are a usage error."""
+    from spamnb.models.scoring import CutoffError
+
+    try:
+        return scoring.with_cutoffs(spam_cutoff, ham_cutoff)
+    except CutoffError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def token_options(fn: F) -> F:
@@ -633,6 +633,10 @@ def classify_batch(
 )
 @click.option("--online", is_flag=True, help="TREC's online protocol: each message in the order given scored by the model so far, then learnt.")
 @click.option("--train-on-error", is_flag=True, help="With --online: learn only the messages it got wrong or was unsure of.")
+@click.option(
+    "--order", type=click.Choice(["given", "date"]), default=None,
+    help="With --online: the messages in the order given, or by their Date: headers (undated last, ties by path), as they arrived. [default: given]",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object with every metric.")
 @click.option("--fail-under", "bars", multiple=True, metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable).")
 @click.option(
@@ -655,6 +659,7 @@ def evaluate(
     train_size: int | None,
     online: bool,
     train_on_error: bool,
+    order: str | None,
     as_json: bool,
     bars: tuple[str, ...],
     ceilings: tuple[str, ...],
@@ -679,8 +684,8 @@ def evaluate(
         parsed_ceilings = [metrics.parse_bar(c, "--fail-over") for c in ceilings]
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    if train_on_error and not online:
-        raise click.UsageError("--train-on-error goes with --online")
+    if (train_on_error or order) and not online:
+        raise click.UsageError(f"{'--train-on-error' if train_on_error else '--order'} goes with --online")
     if online and dask_address is not None:
         raise click.UsageError("--online scores and learns one message after the other; it does not go with --dask")
     if model_path is not None and not online:
@@ -705,6 +710,10 @@ def evaluate(
 
             tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
             items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+            if order == "date":
+                from spamnb.mail import arrival
+
+                items = iter(arrival.by_date(items))
             scored, problems, learnt = online_eval.evaluate(items, model_path, tokens, scoring, train_on_error, progress=advance, jobs=jobs)
         elif model_path is not None:
             model = store.load(model_path)
@@ -738,21 +747,21 @@ def evaluate(
     failures = metrics.failed_bars(result, parsed_bars, parsed_ceilings)
     spam_sweep = metrics.threshold_sweep(labels, probs, metrics.with_cutoff(metrics.SPAM_CUTOFFS, scoring.spam_cutoff))
     ham_sweep = metrics.ham_sweep(labels, probs, metrics.with_cutoff(metrics.HAM_CUTOFFS, scoring.ham_cutoff))
+    floored = sum(s.floor is not None for s in scored)
     if as_json:
-        found = report.eval_json(result, scoring, spam_sweep, ham_sweep)
+        found = report.eval_json(result, scoring, spam_sweep, ham_sweep, floored)
         if learnt is not None:
-            found["lam_percent"] = online_eval.lam_percent(scored)
-            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "running_error": online_eval.running_errors(scored)}
+            found["online"] = {"learnt": learnt, "train_on_error": train_on_error, "order": order or "given", "running_error": online_eval.running_errors(scored)}
         click.echo(json.dumps(found))
     else:
         out = report.console()
-        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring):
+        for table in report.eval_tables(result, spam_sweep, ham_sweep, scoring, floored):
             out.print(table)
             out.print()
         out.print(report.score_histogram(labels, odds))
         if learnt is not None:
             rates = online_eval.running_errors(scored)
-            out.print(f"online: {len(scored)} messages in order, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {online_eval.lam_percent(scored):.3f}")
+            out.print(f"online: {len(scored)} messages in {'Date: order' if order == 'date' else 'order'}, {learnt} learnt{' (on error)' if train_on_error else ''}; lam% {result.lam_percent:.3f}")
             out.print(f"error rate along the stream ({len(rates)} stretches): {online_eval.sparkline(rates)} {rates[0]:.1%} -> {rates[-1]:.1%}")
     for line in failures:
         click.echo(f"spamnb: fail: {line}", err=True)
@@ -814,7 +823,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 @cli.command(epilog="\b\nExamples:\n  spamnb inspect --top 10\n  spamnb inspect --explain message.eml --top 5\n  spamnb inspect --json\n\n\b\nExit status:\n  0    done\n  1    the message to explain is unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)")
 @model_option()
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True, help="How many tokens to list (of those scoring counts).")
-@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of ln(P / (1 - P)), P the P(spam) the verdict uses; the shares and the rest add up to it.")
+@click.option("--explain", "explain_src", type=click.Path(), metavar="SRC", default=None, help="Show the tokens behind one message's verdict: each one's share of the logit ln(P / (1 - P)), P the calibrated P(spam) the verdict uses; the shares and the rest add up to it.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 @quiet_option
 @guarded
@@ -845,11 +854,12 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
         e = model.explain(tokenize(item.data, numeric), numeric)
         score = model.scoring.probability(e.log_odds)
         shown = report.explanation(model, e, top)
-        verdict = model.scoring.verdict(score)
+        verdict, floor = model.scoring.decide(score)
         if as_json:
-            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, "unknown_tokens": e.unknown, **shown}))
+            held = {} if floor is None else {"ham_loss_floor": floor}
+            click.echo(report.json_line({"id": item.id, "verdict": verdict, "score": score, "log_odds": e.log_odds, **held, "unknown_tokens": e.unknown, **shown}))
             continue
-        out.print(f"[bold]{item.id}[/]: {verdict}, P(spam) = {score:.4f}; ln(P / (1 - P)) = {e.logit:+.3f}, the tokens' shares and the rest below ({e.unknown} distinct tokens unknown to the model)")
+        out.print(report.explanation_line(item.id, verdict, score, e, floor))
         out.print(report.explanation_table(shown))
 
 
@@ -891,7 +901,12 @@ def serve(
         raise click.UsageError(f"--socket-mode {socket_mode}: not a file mode")
     options = server.Options(listen, workers, connections, timeout, max_size, mode, networks, log_path)
     settings = answer.Settings(model_path, models_dir, allow_tell, (spam_cutoff, ham_cutoff), reasons)
-    status = server.main(options, settings)
+    from spamnb.models.scoring import CutoffError
+
+    try:
+        status = server.main(options, settings)
+    except CutoffError as err:
+        raise click.UsageError(str(err)) from None
     if status:
         sys.exit(status)
 

@@ -34,7 +34,9 @@ def json_line(obj: dict[str, Any]) -> str:
 
 
 def scored_json(s: Scored) -> str:
-    return json_line({"id": s.id, "verdict": s.verdict, "score": round(s.score, 6), "log_odds": s.log_odds})
+    """`classify --json`'s line; `ham_loss_floor` only where the floor decided the verdict."""
+    floor = {} if s.floor is None else {"ham_loss_floor": s.floor}
+    return json_line({"id": s.id, "verdict": s.verdict, "score": round(s.score, 6), "log_odds": s.log_odds, **floor})
 
 
 def scored_tsv(s: Scored) -> str:
@@ -84,7 +86,9 @@ def escape(text: str) -> str:
 def verdict_counts(rows: Sequence[Scored]) -> str:
     """`N messages: a spam, b ham, c unsure`, the line under the table."""
     counts = {v: sum(s.verdict == v for s in rows) for v in ("spam", "ham", "unsure")}
-    return f"{len(rows)} messages: {counts['spam']} spam, {counts['ham']} ham, {counts['unsure']} unsure"
+    line = f"{len(rows)} messages: {counts['spam']} spam, {counts['ham']} ham, {counts['unsure']} unsure"
+    held = sum(s.floor is not None for s in rows)
+    return line + (f" ({held} held back from spam by the model's ham-loss floor: see inspect)" if held else "")
 
 
 def from_and_subject(data: bytes) -> tuple[str, str]:
@@ -118,12 +122,16 @@ def fmt(value: float, percent: bool = False) -> str:
 
 
 def eval_tables(
-    report: Report, sweep: list[tuple[float, int, int]], ham_sweep: list[tuple[float, int, int]], scoring: Scoring
+    report: Report, sweep: list[tuple[float, int, int]], ham_sweep: list[tuple[float, int, int]], scoring: Scoring, floored: int = 0
 ) -> list[Table]:
+    """The confusion, the metrics and both sides' sweeps.  Each sweep row is what that
+    cut-off given as --spam-cutoff (--ham-cutoff) gives; where the ham-loss floor held
+    `floored` messages back from spam, the verdicts in use are a row of their own."""
     confusion = new_table("", "flagged spam", "passed (ham or unsure)", title="confusion")
     confusion.add_row("spam", str(report.true_positives), str(report.false_negatives))
     confusion.add_row("ham", str(report.false_positives), str(report.true_negatives))
-    metrics = new_table("metric", "value", title=f"metrics (spam at P >= {scoring.spam_cutoff:g}, ham at P <= {scoring.ham_cutoff:g})")
+    floor = f" and above the ham-loss floor ({floored} held back)" if floored else ""
+    metrics = new_table("metric", "value", title=f"metrics (spam at P >= {scoring.spam_cutoff:g}{floor}, ham at P <= {scoring.ham_cutoff:g})")
     for name, value, pct in (
         ("messages", report.messages, False),
         ("spam / ham", f"{report.spam} / {report.ham}", False),
@@ -143,7 +151,9 @@ def eval_tables(
         metrics.add_row(name, value if isinstance(value, str) else (str(value) if isinstance(value, int) else fmt(value, pct)))
     spam_table = new_table("spam cut-off P(spam) >=", "ham lost", "spam missed", title="threshold sweep: spam side (--spam-cutoff)")
     for cutoff, lost, missed in sweep:
-        spam_table.add_row(in_use(cutoff, scoring.spam_cutoff), str(lost), str(missed))
+        spam_table.add_row(in_use(cutoff, scoring.spam_cutoff) if not floored else f"{cutoff:g}", str(lost), str(missed))
+        if floored and cutoff == scoring.spam_cutoff:
+            spam_table.add_row(f"{cutoff:g} and the ham-loss floor (in use)", str(report.false_positives), str(report.false_negatives))
     ham_table = new_table("ham cut-off P(spam) <=", "spam passed as ham", "ham not passed", title="threshold sweep: ham side (--ham-cutoff)")
     for cutoff, passed, held in ham_sweep:
         ham_table.add_row(in_use(cutoff, scoring.ham_cutoff), str(passed), str(held))
@@ -155,13 +165,15 @@ def in_use(cutoff: float, current: float) -> str:
 
 
 def eval_json(
-    report: Report, scoring: Scoring, sweep: list[tuple[float, int, int]], ham_sweep: list[tuple[float, int, int]]
+    report: Report, scoring: Scoring, sweep: list[tuple[float, int, int]], ham_sweep: list[tuple[float, int, int]], floored: int = 0
 ) -> dict[str, Any]:
-    """`eval --json`: every metric, the cut-offs the verdicts used and both sides' sweeps."""
+    """`eval --json`: every metric, the cut-offs the verdicts used, how many the ham-loss floor
+    held back from spam (`floor_decided`) and both sides' sweeps (as `eval_tables`)."""
     return {
         **report.as_dict(),
         "spam_cutoff": scoring.spam_cutoff,
         "ham_cutoff": scoring.ham_cutoff,
+        "floor_decided": floored,
         "sweep": {
             "spam_cutoff": [{"cutoff": c, "ham_lost": lost, "spam_missed": missed} for c, lost, missed in sweep],
             "ham_cutoff": [{"cutoff": c, "spam_passed_as_ham": passed, "ham_not_passed": held} for c, passed, held in ham_sweep],
@@ -280,12 +292,13 @@ def verdict_summary(model: Model) -> dict[str, Any]:
     def finite(x: float) -> float | None:
         return x if math.isfinite(x) else None
 
+    threshold, floor_sets_spam = scoring.spam_threshold()
     return {
         # Train fits a calibration only with enough of each class (classifier.CALIBRATION_MIN).
         "calibrated": scoring.calibration != Scoring().calibration,
-        "spam_from_log_odds": finite(scoring.log_odds_at(max(scoring.spam_cutoff, scoring.spam_floor))),
+        "spam_from_log_odds": finite(scoring.log_odds_at(threshold)),
         "ham_to_log_odds": finite(scoring.log_odds_at(scoring.ham_cutoff)),
-        "floor_sets_spam": scoring.spam_floor >= scoring.spam_cutoff,
+        "floor_sets_spam": floor_sets_spam,
         "ham_loss_budget": HAM_LOSS,
     }
 
@@ -320,7 +333,10 @@ def verdicts_line(scoring: dict[str, Any], verdicts: dict[str, Any]) -> str:
     line = f"spam at {spam} ({at(verdicts['spam_from_log_odds'])}), ham at P <= {scoring['ham_cutoff']} ({at(verdicts['ham_to_log_odds'])})"
     if verdicts["floor_sets_spam"]:
         budget = f"{100 * verdicts['ham_loss_budget']:g}%"
-        line += f"; spam needs more than P >= {scoring['spam_cutoff']} while so few messages are learnt: at most {budget} of ham lost, by the model's estimate"
+        line += (
+            f"; spam needs more than P >= {scoring['spam_cutoff']} while so few messages are learnt: at most {budget} of ham lost, "
+            "by the model's estimate (a --spam-cutoff given is used as given)"
+        )
     if not verdicts["calibrated"]:
         line += "; P(spam) not calibrated yet (too few messages of a class learnt): raw log-odds"
     return line
@@ -343,6 +359,19 @@ def explanation(model: Model, e: Explanation, n: int) -> dict[str, Any]:
     return {**shown, "rest": e.logit - math.fsum(r["contribution"] for r in (*rows, *features))}
 
 
+def explanation_line(message_id: str, verdict: str, score: float, e: Explanation, floor: float | None) -> str:
+    """`inspect --explain`'s first line: the verdict, P(spam), its logit (the scale the shares
+    add up on) beside the raw log-odds it was calibrated from, and the floor where it decided."""
+    line = (
+        f"[bold]{escape(message_id)}[/]: {verdict}, P(spam) = {score:.4f}; logit ln(P / (1 - P)) = {e.logit:+.3f} "
+        f"(calibrated from the raw log-odds {e.log_odds:+.3f}), the tokens' shares of the logit and the rest below "
+        f"({e.unknown} distinct tokens unknown to the model)"
+    )
+    if floor is not None:
+        line += f"; not spam: P must exceed the model's ham-loss floor {floor:.4f} while so few messages are learnt (a --spam-cutoff given is used as given)"
+    return line
+
+
 def explanation_table(shown: dict[str, Any]) -> Table:
     """`explanation` as a table whose printed numbers add up: the rest's is the printed
     total less the printed tokens' (so it takes their rounding)."""
@@ -353,7 +382,7 @@ def explanation_table(shown: dict[str, Any]) -> Table:
     total = round(shown["logit"], 3)
     rest = total - sum(round(r["contribution"], 3) for r in (*shown["tokens"], *features))
     table.add_row(f"the rest ({shown['other_tokens']} more tokens, prior, calibration)", f"{rest:+.3f}", "", "")
-    table.add_row("sum: ln(P / (1 - P))", f"{total:+.3f}", "", "")
+    table.add_row("sum: the logit ln(P / (1 - P))", f"{total:+.3f}", "", "")
     return table
 
 

@@ -1,7 +1,6 @@
 """The model in memory: tokeniser settings, scoring defaults, vocabulary, counts, digests."""
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from typing import Any, NamedTuple
@@ -10,62 +9,20 @@ import numpy as np
 
 from spamnb.bayes import events, meta, nb
 from spamnb.bayes.features import GrowingSorted, Rows, SortedTokens, Vocabulary
+from spamnb.models import scoring
 from spamnb.text.tokens import TokenSettings, field_ids
 
-VERDICTS = ("ham", "unsure", "spam")
 
-
-class ScoringFields(NamedTuple):
-    event: str = "fisher"
-    alpha: float | None = None
-    # Calibrated P(spam) cut-offs: spam at >= 0.95 reads "flag when a lost ham is 20x
-    # costlier than a missed spam" (the measurements: docs/measurements.md).
-    spam_cutoff: float = 0.95
-    ham_cutoff: float = 0.1
-    calibration: tuple[float, float] = (1.0, 0.0)
-    # Fitted with the calibration: a spam verdict also needs P above this, so that the
-    # ham the verdict loses stays within HAM_LOSS of the ham (see `ham_loss_floor`).
-    spam_floor: float = 0.0
-    # TF-IDF weighting and length normalisation (nb.Weighting), multinomial and complement only.
-    tf: str = "presence"
-    idf: bool = False
-    length_norm: str = "none"
-    # The numeric features' term (spamnb.bayes.meta): "none", "gaussian" or "gda"; and its
-    # weight beside the text's log-odds, fitted with the calibration (`fit_meta_weight`).
-    meta: str = "none"
-    meta_weight: float = 1.0
-
-
-class Scoring(ScoringFields):
-    """How counts become a verdict; stored in the model as its defaults.
-
-    `alpha` None means the event model's measured default (its `default_alpha`).
-    `calibration` (a, b) maps log-odds to P(spam) = 1 / (1 + exp(-(a log-odds + b))):
-    Platt scaling, fitted when training on held-out log-odds (see `calibrate`), since
-    raw naive Bayes and Fisher log-odds are far too sure of themselves.
-    """
+class Scoring(scoring.Scoring):
+    """`scoring.Scoring` (the one verdict rule) checked against the event models, with
+    what needs numpy: the event model itself and P(spam) of many log-odds at once."""
 
     __slots__ = ()
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Scoring:
         self = super().__new__(cls, *args, **kwargs)
         events.event_model(self.event, self.alpha, self.weighting())  # validates all three
-        if not 0.0 <= self.ham_cutoff <= self.spam_cutoff <= 1.0:
-            raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {self.ham_cutoff}, {self.spam_cutoff}")
-        if not 0.0 <= self.spam_floor <= 1.0:
-            raise ValueError(f"the spam floor is a probability, not {self.spam_floor}")
-        if self.meta not in meta.KINDS:
-            raise ValueError(f"unknown --meta {self.meta!r}; choose from {', '.join(meta.KINDS)}")
-        if not (math.isfinite(self.meta_weight) and self.meta_weight >= 0):
-            raise ValueError(f"the numeric features' weight must be finite and not negative, not {self.meta_weight}")
-        a, b = self.calibration
-        if not (math.isfinite(a) and math.isfinite(b) and a > 0):
-            raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
-        return self._replace(calibration=(float(a), float(b)))  # _replace makes it as it is, unchecked
-
-    def replace(self, **changes: Any) -> Scoring:
-        """This scoring with some settings changed, checked like a new one (`_replace` is not)."""
-        return Scoring(**{**self._asdict(), **changes})
+        return self
 
     def weighting(self) -> nb.Weighting:
         return nb.Weighting(self.tf, bool(self.idf), self.length_norm)
@@ -73,40 +30,9 @@ class Scoring(ScoringFields):
     def event_model(self) -> nb.EventModel:
         return events.event_model(self.event, self.alpha, self.weighting())
 
-    def probability(self, log_odds: float) -> float:
-        a, b = self.calibration
-        return probability(a * log_odds + b)
-
     def probabilities(self, log_odds: np.ndarray) -> np.ndarray:
         a, b = self.calibration
         return probabilities(a * np.asarray(log_odds, dtype=np.float64) + b)
-
-    def log_odds_at(self, score: float) -> float:
-        """The log-odds whose calibrated P(spam) is `score` (+-inf at 1 and 0)."""
-        if score <= 0.0 or score >= 1.0:
-            return math.inf if score >= 1.0 else -math.inf
-        a, b = self.calibration
-        return (math.log(score / (1.0 - score)) - b) / a
-
-    def verdict(self, score: float) -> str:
-        if score >= self.spam_cutoff and score > self.spam_floor:
-            return "spam"
-        if score <= self.ham_cutoff:
-            return "ham"
-        return "unsure"
-
-    def to_json(self) -> str:
-        data = self._asdict()
-        if data["meta"] == "none":  # a model without the term is saved as before there was one
-            del data["meta"], data["meta_weight"]
-        return json.dumps(data, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Scoring:
-        data = json.loads(text)
-        if "calibration" in data:
-            data["calibration"] = tuple(data["calibration"])
-        return cls(**data)
 
 
 # Platt's fit made robust: each message's label is taken to come from the sigmoid only
@@ -246,26 +172,21 @@ def _log_loss(z: np.ndarray, t: np.ndarray, outlier: float) -> float:
     return float(-np.sum(t * log_q + (1 - t) * log_not_q))
 
 
-def probability(log_odds: float) -> float:
-    """P(spam) from log-odds, without overflow at either end."""
-    if log_odds >= 0:
-        return 1.0 / (1.0 + math.exp(-log_odds))
-    e = math.exp(log_odds)
-    return e / (1.0 + e)
-
-
 def probabilities(log_odds: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -log_odds))
 
 
 class Scored(NamedTuple):
-    """One message's result: its id and label (if any), log-odds, P(spam) and verdict."""
+    """One message's result: its id and label (if any), log-odds, P(spam) and verdict;
+    `floor`: the ham-loss floor's P where the floor, not the spam cut-off, decided it
+    (scoring.Decision)."""
 
     id: str
     label: str | None
     log_odds: float
     score: float
     verdict: str
+    floor: float | None = None
 
 
 class Model:

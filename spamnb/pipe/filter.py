@@ -47,8 +47,9 @@ class InputError(Exception):
     """Nothing to filter."""
 
 
-def verdict_header(verdict: str, score: float, reasons: Sequence[tuple[str, float]] = ()) -> str:
-    """The value of `X-Spamnb`: `spam, score=0.9973` (score is P(spam), 4 decimals).
+def verdict_header(verdict: str, score: float, reasons: Sequence[tuple[str, float]] = (), floor: float | None = None) -> str:
+    """The value of `X-Spamnb`: `spam, score=0.9973` (score is P(spam), 4 decimals); with
+    `floor`, where the ham-loss floor decided the verdict, `, floor=0.9975` (P must exceed it).
 
     With `reasons` (`--reasons N`: tokens and their shares of ln(P / (1 - P)), as `inspect
     --explain` shows them), `, tokens=` and `TOKEN=+1.23` for each, separated by `, `,
@@ -57,7 +58,7 @@ def verdict_header(verdict: str, score: float, reasons: Sequence[tuple[str, floa
     columns where the tokens allow (never over 998).  A token is written in ASCII:
     `header_token`.
     """
-    value = f"{verdict}, score={score:.4f}"
+    value = f"{verdict}, score={score:.4f}" + ("" if floor is None else f", floor={floor:.4f}")
     if not reasons:
         return value
     pieces = value.split(" ")
@@ -131,7 +132,7 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
 
 def stamped(data: bytes, verdict: Verdict, more: Sequence[tuple[bytes, str]] = ()) -> bytes:
     """The message with its X-Spamnb header (and `more` fields: `headers.stamp`)."""
-    return headers.stamp(data, verdict_header(verdict.verdict, verdict.score, verdict.reasons), more)
+    return headers.stamp(data, verdict_header(verdict.verdict, verdict.score, verdict.reasons, verdict.floor), more)
 
 
 class Stopped(Exception):

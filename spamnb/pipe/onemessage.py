@@ -9,7 +9,6 @@ numpy imported was most of a piped message's time.
 """
 from __future__ import annotations
 
-import json
 import math
 from bisect import bisect_right
 from collections import Counter, namedtuple
@@ -18,6 +17,7 @@ from spamnb.bayes import meta
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
 from spamnb.models import journal, npzview
 from spamnb.models.npzview import ModelError
+from spamnb.models.scoring import Scoring
 from spamnb.text.tokens import Tokenizer, TokenSettings, field_numbers
 
 # `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
@@ -35,8 +35,7 @@ FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8,
 MULTINOMIAL_BOOLEAN = True
 COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINOMIAL_BOOLEAN)
 DUPLICATE_STEP = (11, 10)
-# model.Scoring's weighting settings as they are when off (nb.Weighting).
-WEIGHTING = {"tf": "presence", "idf": False, "length_norm": "none"}
+# The weighting settings as they are when off (nb.Weighting).
 UNWEIGHTED = ("presence", False, "none")
 WEIGHT_SCALE = 1 << 32  # nb.WEIGHT_SCALE
 
@@ -65,74 +64,22 @@ def bucket(count: int) -> int:
     return found
 
 
-class Scoring:
-    """The model's scoring defaults (model.Scoring's fields), checked as it checks them."""
-
-    __slots__ = ("alpha", "calibration", "event", "ham_cutoff", "meta", "meta_weight", "spam_cutoff", "spam_floor", "weighting")
-
-    def __init__(
-        self,
-        event: str,
-        alpha: float,
-        spam_cutoff: float,
-        ham_cutoff: float,
-        calibration: tuple[float, float],
-        spam_floor: float = 0.0,
-        weighting: tuple[str, bool, str] = UNWEIGHTED,
-        meta: str = "none",
-        meta_weight: float = 1.0,
-    ) -> None:
-        self.event, self.alpha, self.calibration = event, alpha, calibration
-        self.spam_cutoff, self.ham_cutoff, self.spam_floor = spam_cutoff, ham_cutoff, spam_floor
-        self.weighting = weighting  # (tf, idf, length norm), as nb.Weighting
-        self.meta, self.meta_weight = meta, meta_weight
-
-    @classmethod
-    def from_json(cls, text: str) -> Scoring:
-        data = json.loads(text)
-        unknown = set(data) - {"event", "alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "meta", "meta_weight", *WEIGHTING}
-        if not isinstance(data, dict) or unknown:
-            raise ValueError(f"unknown scoring settings: {', '.join(sorted(unknown))}")
-        event = data.get("event", "fisher")
-        if event not in DEFAULT_ALPHA:
-            raise ValueError(f"unknown event model {event!r}; choose from {', '.join(DEFAULT_ALPHA)}")
-        alpha = data.get("alpha")
-        alpha = DEFAULT_ALPHA[event] if alpha is None else float(alpha)
-        spam, ham = float(data.get("spam_cutoff", 0.95)), float(data.get("ham_cutoff", 0.1))
-        a, b = (float(v) for v in data.get("calibration", (1.0, 0.0)))
-        floor = float(data.get("spam_floor", 0.0))
-        kind, weight = data.get("meta", "none"), float(data.get("meta_weight", 1.0))
-        if kind not in meta.KINDS:
-            raise ValueError(f"unknown --meta {kind!r}; choose from {', '.join(meta.KINDS)}")
-        if not (math.isfinite(weight) and weight >= 0):
-            raise ValueError(f"the numeric features' weight must be finite and not negative, not {weight}")
-        if not alpha > 0:
-            raise ValueError(f"alpha must be positive, not {alpha}")
-        if not 0.0 <= ham <= spam <= 1.0:
-            raise ValueError(f"need 0 <= ham cut-off <= spam cut-off <= 1, got {ham}, {spam}")
-        if not (math.isfinite(a) and math.isfinite(b) and a > 0):
-            raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
-        if not 0.0 <= floor <= 1.0:
-            raise ValueError(f"the spam floor is a probability, not {floor}")
-        tf, idf, norm = (data.get(k, default) for k, default in WEIGHTING.items())
-        if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
-            raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
-        weighting = (tf, bool(idf), norm)
-        if weighting != UNWEIGHTED and event not in ("multinomial", "complement"):
-            raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models (multinomial, complement), not {event}")
-        return cls(event, alpha, spam, ham, (a, b), floor, weighting, kind, weight)
-
-    def probability(self, log_odds: float) -> float:
-        """Calibrated P(spam), as model.Scoring.probability."""
-        a, b = self.calibration
-        z = a * log_odds + b
-        if z >= 0:
-            return 1.0 / (1.0 + math.exp(-z))
-        e = math.exp(z)
-        return e / (1.0 + e)
-
-    def verdict(self, score: float) -> str:
-        return "spam" if score >= self.spam_cutoff and score > self.spam_floor else "ham" if score <= self.ham_cutoff else "unsure"
+def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
+    """The scoring's alpha (its event model's default where None) and weighting (tf, idf,
+    length norm, as nb.Weighting), checked as `events.event_model` checks them."""
+    event = scoring.event
+    if event not in DEFAULT_ALPHA:
+        raise ValueError(f"unknown event model {event!r}; choose from {', '.join(DEFAULT_ALPHA)}")
+    alpha = DEFAULT_ALPHA[event] if scoring.alpha is None else float(scoring.alpha)
+    if not alpha > 0:
+        raise ValueError(f"alpha must be positive, not {alpha}")
+    tf, idf, norm = scoring.tf, scoring.idf, scoring.length_norm
+    if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
+        raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
+    weighting = (tf, bool(idf), norm)
+    if weighting != UNWEIGHTED and event not in ("multinomial", "complement"):
+        raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models (multinomial, complement), not {event}")
+    return alpha, weighting
 
 
 class Counts2:
@@ -189,7 +136,8 @@ class OneModel:
             self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
-            self.weighted = self.weighted_sums(a, n) if self.scoring.weighting != UNWEIGHTED else None
+            self.alpha, self.weighting = event_settings(self.scoring)
+            self.weighted = self.weighted_sums(a, n) if self.weighting != UNWEIGHTED else None
             if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
                 raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
             self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
@@ -353,7 +301,7 @@ class OneModel:
         field's weight and weighted ln f and ln(1 - f), then its tests scale its sums.
         `shares`: see `log_odds_of`.
         """
-        alpha, x, least = self.scoring.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
+        alpha, x, least = self.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
         ln_x, ln_not_x = math.log(x), math.log1p(-x)
         per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
         known = []  # (token's place, df ham, df spam, field, duplicate key)
@@ -420,7 +368,7 @@ class OneModel:
     def linear(self, counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None = None) -> float:
         """x . w + b over the known tokens (events.Multinomial, events.Bernoulli, events.Complement);
         `shares`: see `log_odds_of`."""
-        event, alpha = self.scoring.event, self.scoring.alpha
+        event, alpha = self.scoring.event, self.alpha
         known = [i for i, c in enumerate(counts) if c is not None]
         weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
         docs = self.docs
@@ -463,7 +411,7 @@ class OneModel:
         """As `occurrences` under a weighting (nb.Weighting): each token's weighted sums times its
         idf, and the message's transformed frequencies times the idf; the vocabulary's sums
         as the model file holds them (`weighted_totals`)."""
-        tf, idf, norm = self.scoring.weighting
+        tf, idf, norm = self.weighting
         g = [math.log1p(k) if tf == "log" else 1.0 for k in occurrences]
         if norm == "l2":
             length = math.sqrt(math.fsum(v * v for v in g))
@@ -481,7 +429,7 @@ class OneModel:
     def complement_weight(self, row_totals: list[float], logs: list[float]) -> object:
         """events.Complement's weight of a token from its counts (ham, spam), given the class
         totals of those counts and their sums of log(count + alpha)."""
-        alpha, size = self.scoring.alpha, self.vocabulary_size()
+        alpha, size = self.alpha, self.vocabulary_size()
         # Class c's weights come from the other class's counts: its total, and (norm) the
         # sum over the vocabulary of its logged shares.
         totals = [row_totals[SPAM] + alpha * size, row_totals[HAM] + alpha * size]
@@ -544,7 +492,7 @@ class OneModel:
         sums = self.linear_sums()
         if event == "multinomial":
             return [float(t) for t in (sums.df_totals if MULTINOMIAL_BOOLEAN else sums.tf_totals)]
-        alpha = self.scoring.alpha
+        alpha = self.alpha
         if event == "complement":  # message frequencies, as the multinomial counts (MULTINOMIAL_BOOLEAN)
             return [math.fsum(k * math.log(d + alpha) for d, k in sums.df_values[c].items() if k) for c in (HAM, SPAM)]
         out = []
@@ -661,8 +609,9 @@ def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
     return log_q, log_p
 
 
-# `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`).
-Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons"), defaults=((),))
+# `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`);
+# `floor`: the ham-loss floor's P where the floor decided the verdict (scoring.Decision).
+Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons", "floor"), defaults=((), None))
 
 
 def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, float]]:
@@ -672,24 +621,9 @@ def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, fl
     return sorted(shown, key=lambda pair: (-abs(round(pair[1], 2)), pair[0]))[:n]
 
 
-class CutoffError(ValueError):
-    """Cut-offs given for one message that do not leave ham's below spam's."""
-
-
-def verdict_at(scoring: Scoring, score: float, cutoffs: tuple[float | None, float | None]) -> str:
-    """The verdict on `score` under the model's cut-offs, or those of `cutoffs` (spam, ham) not None."""
-    if cutoffs == (None, None):
-        return scoring.verdict(score)
-    spam = scoring.spam_cutoff if cutoffs[0] is None else cutoffs[0]
-    ham = scoring.ham_cutoff if cutoffs[1] is None else cutoffs[1]
-    if not 0 < ham < spam < 1:
-        raise CutoffError(f"the ham cut-off ({ham:g}) must be below the spam cut-off ({spam:g}), both between 0 and 1")
-    return "spam" if score >= spam and score > scoring.spam_floor else "ham" if score <= ham else "unsure"
-
-
 def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0) -> Verdict:
-    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`, see `verdict_at`),
-    and its `reasons` strongest tokens."""
+    """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`,
+    (spam, ham), see `Scoring.with_cutoffs`), and its `reasons` strongest tokens."""
     return verdict_of(open_model(path), data, cutoffs, reasons)
 
 
@@ -721,7 +655,8 @@ def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | Non
         numeric: list[int] | None = [] if full.scoring.meta != "none" else None  # type: ignore[attr-defined]
         e = full.explain(model.tokenize(data, numeric), numeric)  # type: ignore[attr-defined, operator]
         p = full.scoring.probability(e.log_odds)  # type: ignore[attr-defined]
-        return Verdict(e.log_odds, p, verdict_at(full.scoring, p, cutoffs), strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons))  # type: ignore[attr-defined]
+        verdict, floor = full.scoring.with_cutoffs(*cutoffs).decide(p)  # type: ignore[attr-defined]
+        return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor)
     numeric = [] if model.scoring.meta != "none" else None
     distinct = Counter(model.tokenizer()(data, numeric))
     shares = [0.0] * len(distinct) if reasons else None
@@ -729,16 +664,16 @@ def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | Non
     p = model.scoring.probability(lo)
     a, _ = model.scoring.calibration
     why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []
-    return Verdict(lo, p, verdict_at(model.scoring, p, cutoffs), why)
+    verdict, floor = model.scoring.with_cutoffs(*cutoffs).decide(p)
+    return Verdict(lo, p, verdict, why, floor)
 
 
 def spam_threshold(model: OneModel | Loaded, cutoffs: tuple[float | None, float | None] = (None, None)) -> float:
-    """The P(spam) a spam verdict needs under the model and `cutoffs` (as `verdict_at` decides)."""
-    scoring = scoring_of(model)
-    spam = scoring.spam_cutoff if cutoffs[0] is None else cutoffs[0]
-    return max(spam, scoring.spam_floor)
+    """The P(spam) a spam verdict needs under the model and `cutoffs` (`Scoring.spam_threshold`;
+    where the ham-loss floor sets it, P must exceed it)."""
+    return scoring_of(model).with_cutoffs(*cutoffs).spam_threshold()[0]
 
 
 def scoring_of(model: OneModel | Loaded) -> Scoring:
-    """The scoring defaults of an open model (a Loaded one's are model.Scoring's, with the same fields)."""
+    """The scoring defaults of an open model."""
     return model.model.scoring if isinstance(model, Loaded) else model.scoring  # type: ignore[attr-defined]

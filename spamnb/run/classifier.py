@@ -19,6 +19,7 @@ from spamnb.bayes.features import Chunk, GrowingSorted, Rows, Vocabulary, local_
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.models.scoring import Decision
 from spamnb.run.parallel import ordered_map
 from spamnb.text.tokens import Tokenizer, TokenSettings, field_ids
 
@@ -355,7 +356,7 @@ def scored_batch(model: Model, batch: list[Item], odds: np.ndarray) -> Iterator[
             yield item
             continue
         lo, p = next(scored)
-        yield Scored(item.id, item.label, lo, p, model.scoring.verdict(p))
+        yield Scored(item.id, item.label, lo, p, *model.scoring.decide(p))
 
 
 def name_digest(message_id: str) -> str:
@@ -493,7 +494,7 @@ def folds_scored(
         data = data._replace(fields=field_ids(vocab.tokens)[data.cols])
     odds = np.zeros(len(ids))
     probs = np.zeros(len(ids))
-    verdicts = [""] * len(ids)
+    decisions: list[Decision] = [Decision("", None)] * len(ids)
     for fold in range(k):
         test = np.flatnonzero(folds == fold)
         if test.size == 0:
@@ -516,10 +517,10 @@ def folds_scored(
             odds[test] += log_ratios(meta.Gaussians(scoring.meta, features.moments.tolist(), fitted.meta_weight), numeric[test])  # type: ignore[index]
         probs[test] = fitted.probabilities(odds[test])
         for row in test:
-            verdicts[row] = fitted.verdict(float(probs[row]))
+            decisions[row] = fitted.decide(float(probs[row]))
     scored = [
-        Scored(i, label, float(lo), float(p), verdict)
-        for i, label, lo, p, verdict in zip(ids, labels, odds, probs, verdicts, strict=True)
+        Scored(i, label, float(lo), float(p), *decision)
+        for i, label, lo, p, decision in zip(ids, labels, odds, probs, decisions, strict=True)
     ]
     return scored, problems
 

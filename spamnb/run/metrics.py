@@ -111,6 +111,10 @@ class Report:
     def unsure_rate(self) -> float:
         return self.unsure / self.messages if self.messages else float("nan")
 
+    @property
+    def lam_percent(self) -> float:
+        return lam_percent(self.false_positives, self.ham, self.false_negatives, self.spam)
+
     def as_dict(self) -> dict[str, float | int | None]:
         """Every metric by name; an undefined one (e.g. AUC without ham) is None, JSON's null,
         since NaN is not JSON and strict parsers (JSON.parse, Go's encoding/json) refuse it."""
@@ -120,8 +124,22 @@ class Report:
         return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in out.items()}
 
 
+def lam_percent(ham_lost: int, ham: int, spam_missed: int, spam: int) -> float:
+    """TREC's logistic average misclassification, in percent: the mean in log-odds of the
+    share of ham flagged and the share of spam not flagged (a share of 0 or of all taken
+    half a message from it, so that the mean stays finite)."""
+    if not ham or not spam:
+        return math.nan
+
+    def logit(x: float) -> float:
+        return math.log(x / (1 - x))
+
+    lost, missed = min(max(ham_lost, 0.5), ham - 0.5), min(max(spam_missed, 0.5), spam - 0.5)
+    return 100.0 / (1.0 + math.exp(-(logit(lost / ham) + logit(missed / spam)) / 2))
+
+
 # The metrics computed from the counts (Report's properties), after its fields in `as_dict`.
-DERIVED = ("accuracy", "precision", "recall", "f1", "false_positive_rate", "false_negative_rate", "one_minus_roca_percent", "unsure_rate")
+DERIVED = ("accuracy", "precision", "recall", "f1", "false_positive_rate", "false_negative_rate", "one_minus_roca_percent", "unsure_rate", "lam_percent")
 
 
 def metric_names() -> list[str]:

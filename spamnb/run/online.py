@@ -73,7 +73,8 @@ def evaluate(
 
             return run(Loaded(store.load(model_path), scoring), items, train_on_error, progress, jobs)
         model = onemessage.OneModel(model_path)
-        model.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        model.scoring = scoring
+        model.alpha, model.weighting = onemessage.event_settings(scoring)
         return run(model, items, train_on_error, progress, jobs)
 
 
@@ -84,8 +85,7 @@ class Loaded:
     def __init__(self, model: Model, scoring: Scoring) -> None:
         self.model, self.tokens = model, model.tokens
         model.scoring = scoring
-        # Refitted as the stream goes (`run`): plain attributes, as the one-message scorer's.
-        self.scoring = onemessage.Scoring.from_json(scoring.to_json())
+        self.scoring = scoring  # refitted as the stream goes (`run`), as the one-message scorer's
         self._gaussians: meta.Gaussians | None = None
 
     @property
@@ -165,18 +165,19 @@ def run(
             cls = class_of(item)
             if fit_points(len(odds)) and len(set(spam)) == 2:
                 z, positive = np.array(odds), np.array(spam)
+                weight = model.scoring.meta_weight
                 if numeric is not None:  # the numeric features' weight too, as train fits it
-                    model.scoring.meta_weight = fit_meta_weight(z, np.array(ratios), positive)
-                    z = z + model.scoring.meta_weight * np.array(ratios)
-                model.scoring.calibration = fit_platt(z, positive)
-                model.scoring.spam_floor = ham_loss_floor(z, positive, model.scoring.calibration)
+                    weight = fit_meta_weight(z, np.array(ratios), positive)
+                    z = z + weight * np.array(ratios)
+                calibration = fit_platt(z, positive)
+                model.scoring = model.scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)
             trained = min(model.docs) > 0
             text = model.log_odds_of(counts) if trained else 0.0
             ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
             log_odds = text + model.scoring.meta_weight * ratio
             p = model.scoring.probability(log_odds)
-            verdict = model.scoring.verdict(p)
-            scored.append(Scored(item.id, item.label, log_odds, p, verdict))
+            verdict, floor = model.scoring.decide(p)
+            scored.append(Scored(item.id, item.label, log_odds, p, verdict, floor))
             odds.append(text)
             ratios.append(ratio)
             spam.append(cls == LABEL_CLASS["spam"])
@@ -191,24 +192,6 @@ def run(
                 model.learn(journal.Entry(key, before, cls, counts, numeric))
                 learnt += 1
     return Online(scored, problems, learnt)
-
-
-def lam_percent(scored: list[Scored]) -> float:
-    """TREC's logistic average misclassification, in percent: the mean in log-odds of the
-    share of ham flagged and the share of spam not flagged (a share of 0 or of all taken
-    half a message from it, so that the mean stays finite)."""
-    ham = [s for s in scored if s.label == "ham"]
-    spam = [s for s in scored if s.label == "spam"]
-    if not ham or not spam:
-        return math.nan
-    ham_lost = min(max(sum(s.verdict == "spam" for s in ham), 0.5), len(ham) - 0.5)
-    spam_missed = min(max(sum(s.verdict != "spam" for s in spam), 0.5), len(spam) - 0.5)
-
-    def logit(x: float) -> float:
-        return math.log(x / (1 - x))
-
-    mean = (logit(ham_lost / len(ham)) + logit(spam_missed / len(spam))) / 2
-    return 100.0 / (1.0 + math.exp(-mean))
 
 
 def running_errors(scored: list[Scored], windows: int = 60) -> list[float]:

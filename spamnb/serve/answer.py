@@ -49,7 +49,7 @@ def model_path(settings: Settings, user: str | None) -> str:
 def check(settings: Settings, resident: Resident) -> None:
     """Open the model and try the cut-offs on it (ModelError, CutoffError), before serving."""
     if settings.model is not None:
-        onemessage.verdict_at(onemessage.scoring_of(resident.get(settings.model)), 0.5, settings.cutoffs)  # type: ignore[arg-type]
+        onemessage.scoring_of(resident.get(settings.model)).with_cutoffs(*settings.cutoffs)
 
 
 def answer(request: protocol.Request, data: bytes, settings: Settings, resident: Resident) -> bytes:

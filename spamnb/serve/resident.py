@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 
 from spamnb.models import journal
+from spamnb.models.npzview import ModelError
 from spamnb.pipe import onemessage
 
 # Per-user models kept open at once (`--models DIR`); the least recently used is closed.
@@ -43,7 +44,10 @@ class Resident:
 
     def get(self, path: str) -> object:
         """The model at `path` (onemessage.open_model's), reopened if the file or its journal changed."""
-        stamp = stamp_of(path)
+        try:
+            stamp = stamp_of(path)
+        except FileNotFoundError:
+            raise ModelError(f"{path}: no such model file") from None
         with self.lock:
             held = self.open.get(path)
             if held is not None and held[0] == stamp:
