@@ -5,6 +5,7 @@ Figures (goals in brackets):
   one message through the real spamc, median wall        [<= 1.5x bogofilter -p on the same message]
   messages/s from 16 concurrent connections (CHECK)      [>= 1,000 on 2 cores, this load client included]
   p50 / p99 latency of those requests                    [p99 <= 25 ms]
+  PROCESS against classify --pipe, byte for byte         [all equal, X-Spam-* fields apart]
   failed requests, a model switch (`train`) mid-soak     [0]
   RSS of the server's processes, first vs last second    [flat]
 
@@ -15,7 +16,9 @@ The machine is shared: the load average is printed before and after.  Nothing he
 """
 from __future__ import annotations
 
+import io
 import os
+import re
 import shutil
 import signal
 import socket
@@ -28,6 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 
 from bench import BOGOFILTER, INDEX, PYTHON, SPAMNB, process_tree_rss, read_index, row, run, say  # noqa: E402
 
@@ -94,6 +98,31 @@ def soak(port: int, messages: list[bytes], seconds: float, during: object = None
     return {"n": len(flat), "seconds": took, "failures": failures, "p50": flat[len(flat) // 2] if flat else 0, "p99": flat[int(len(flat) * 0.99)] if flat else 0}
 
 
+SA_FIELD = re.compile(rb"^X-Spam-(?:Checker-Version|Flag|Level|Status):.*\r?\n", re.M)
+
+
+def agreement(port: int, model: str, messages: list[bytes]) -> None:
+    """PROCESS's message, SpamAssassin's fields apart, against `classify --pipe`'s, byte for byte."""
+    from spamnb.pipe import filter as pipe_filter
+
+    same = 0
+    for data in messages:
+        reply = process(port, data)
+        out, err = io.BytesIO(), io.StringIO()
+        pipe_filter.run(model, io.BytesIO(data), out, err)  # type: ignore[arg-type]
+        same += SA_FIELD.sub(b"", reply) == out.getvalue()
+    row("PROCESS = classify --pipe (X-Spam-* apart)", f"{same} of {len(messages)}", "", "", "all")
+
+
+def process(port: int, data: bytes) -> bytes:
+    """The message PROCESS sends back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"PROCESS SPAMC/1.5\r\nContent-length: %d\r\n\r\n" % len(data) + data)
+        sock.shutdown(socket.SHUT_WR)
+        reply = b"".join(iter(lambda: sock.recv(1 << 16), b""))
+    return reply.split(b"\r\n\r\n", 1)[1]
+
+
 def main() -> int:
     if not os.path.isfile(INDEX):
         say(f"bench/serve.py: no corpus at {INDEX}: skipped")
@@ -135,6 +164,7 @@ def bench(work: str, mail: list[tuple[str, str]]) -> int:
             row("one message: spamc -c vs bogofilter -p", f"{med(spamc_runs) * 1000:.1f} ms", f"{med(bogo_runs) * 1000:.1f} ms", f"{med(spamc_runs) / med(bogo_runs):.2f}x", "<= 1.5x (medians)")
         else:
             row("one message: spamc -c (no bogofilter)", f"{med(spamc_runs) * 1000:.1f} ms", "", "", "<= 1.5x bogofilter -p")
+        agreement(port, model, messages[::7])
         rss: list[tuple[float, int]] = []
         sampling = threading.Event()
 

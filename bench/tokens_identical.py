@@ -7,9 +7,10 @@ under the default settings and under TokenSettings(ngram=2, stopwords=True), and
 prints every message whose token lists differ (order and multiplicity included).
 Exits 1 on any difference.
 
-With --pure the reference is the working tree's own pure-Python path (SPAMNB_PURE's),
-and the working tree's tokeniser uses the compiled word scanner (spamnb/text/_ctokens.c):
-the proof that the two give the same tokens.
+With --pure the reference is the working tree's own Python source, interpreted with the
+pure word path (SPAMNB_PURE=1, in a process of its own), and the working tree's tokeniser
+runs compiled (the modules of spamnb.compiled and the word scanner): the proof that
+compiling changes no token.
 
     python bench/tokens_identical.py [--ref GIT_REV | --pure] [--index INDEX]
 
@@ -30,6 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
+from spamnb import compiled  # noqa: E402
+from spamnb.mail import headers, message  # noqa: E402, F401 - imported to tell whether compiled
 from spamnb.mail.sources import Message, read_index  # noqa: E402
 from spamnb.text import tokens as new_tokens  # noqa: E402
 
@@ -59,9 +62,13 @@ def reference_tokens(rev: str, messages: list[tuple[str, bytes]], settings: list
     with tempfile.TemporaryDirectory() as folder:
         archive = subprocess.run(["git", "-C", REPO, "archive", rev, "spamnb"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-        done = subprocess.run(
-            [sys.executable, "-c", REFERENCE_RUN, folder], input=pickle.dumps((messages, settings)), check=True, capture_output=True
-        )
+        return run_reference(folder, messages, settings, dict(os.environ))  # source only: nothing compiled there
+
+
+def run_reference(folder: str, messages: list[tuple[str, bytes]], settings: list[dict], env: dict[str, str]) -> list[tuple[list[list[str]], float]]:
+    done = subprocess.run(
+        [sys.executable, "-c", REFERENCE_RUN, folder], input=pickle.dumps((messages, settings)), check=True, capture_output=True, env=env
+    )
     return pickle.loads(done.stdout)
 
 
@@ -72,19 +79,8 @@ def forget_memos() -> None:
 
 
 def pure_tokens(messages: list[tuple[str, bytes]], settings: list[dict]) -> list[tuple[list[list[str]], float]]:
-    """As reference_tokens, by the working tree's pure-Python path."""
-    saved, new_tokens.SCANNER = new_tokens.SCANNER, None
-    try:
-        out = []
-        for options in settings:
-            forget_memos()
-            tokenize = new_tokens.Tokenizer(new_tokens.TokenSettings(**options))
-            start = time.process_time()
-            lists = [tokenize(data) for _, data in messages]
-            out.append((lists, time.process_time() - start))
-        return out
-    finally:
-        new_tokens.SCANNER = saved
+    """As reference_tokens, by the working tree's Python source interpreted, on the pure word path."""
+    return run_reference(REPO, messages, settings, {**os.environ, "SPAMNB_PURE": "1"})
 
 
 def corpus(index: str) -> list[tuple[str, bytes]]:
@@ -98,8 +94,9 @@ def main() -> int:
     parser.add_argument("--pure", action="store_true", help="the reference is the working tree's pure-Python path")
     parser.add_argument("--index", default=DEFAULT_INDEX)
     args = parser.parse_args()
-    if args.pure and new_tokens.SCANNER is None:
-        print("--pure: the compiled word scanner is not built (or SPAMNB_PURE is set): nothing to compare")
+    running = [name for name in compiled.COMPILED if compiled.is_compiled(sys.modules[name])]
+    if args.pure and (new_tokens.SCANNER is None or len(running) < len(compiled.COMPILED)):
+        print(f"--pure: the compiled modules are not all built (or SPAMNB_PURE is set; compiled: {running}): nothing to compare")
         return 1
     messages = corpus(args.index)
     settings = [{}, {"ngram": 2, "stopwords": True}]

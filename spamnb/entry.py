@@ -21,7 +21,10 @@ EXIT_INTERRUPTED = 130
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if "classify" in args and "--pipe" in args and not any(a in HELP for a in args):
-        sys.exit(pipe_main(args))
+        try:
+            sys.exit(pipe_main(args))
+        except KeyboardInterrupt:  # before the filter's own handlers are in place: not a verdict
+            sys.exit(pass_through("spamnb: interrupted before the filter started; message passed through unchanged"))
     try:
         if "train" in args and not any(a in HELP for a in args):
             from spamnb.pipe import learnone  # one message into the journal; None: the command line's work
@@ -39,6 +42,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def pipe_main(args: list[str]) -> int:
+    if sys.stdin is None or sys.stdout is None:  # started with fd 0 or 1 closed: no mail to pass on
+        if sys.stderr is not None:
+            print(f"spamnb: standard {'input' if sys.stdin is None else 'output'} is closed: no message can be filtered", file=sys.stderr)
+        return EXIT_ERROR
     try:
         from spamnb.pipe import filter as pipe
     except Exception as err:  # noqa: BLE001 - a broken install still delivers the mail
@@ -51,8 +58,10 @@ def pipe_main(args: list[str]) -> int:
 
 
 def pass_through(reason: str) -> int:
-    while chunk := sys.stdin.buffer.read(1 << 16):
-        sys.stdout.buffer.write(chunk)
-    sys.stdout.buffer.flush()
-    print(reason, file=sys.stderr)
+    try:
+        while chunk := sys.stdin.buffer.read(1 << 16):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+    finally:
+        print(reason, file=sys.stderr)
     return EXIT_ERROR

@@ -7,6 +7,7 @@ few files, so the tree of merges has several levels; those of the command line's
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -97,7 +98,7 @@ def test_learn_again_moves_and_forgets_alike(client: object, tmp_path: Path) -> 
 def test_messages_known_by_their_legacy_digest_move_alike(client: object) -> None:
     # An older model knows the spam by its legacy digest: pass 2 must find that key again.
     models = learn_both(client, [], [SPAM])
-    by_legacy = {headers.digest(m.data): headers.legacy_digest(m.data) for m in sources.read_all([SPAM]) if isinstance(m, sources.Message)}
+    by_legacy = {headers.digest(m.data): headers.legacy_digests(m.data)[1] for m in sources.read_all([SPAM]) if isinstance(m, sources.Message)}
     assert any(new != old for new, old in by_legacy.items())
     for model in models:
         model.learnt = {by_legacy.get(key, key): cls for key, cls in model.learnt.items()}
@@ -167,11 +168,27 @@ def test_without_dask_one_line_says_how_to_install(tmp_path: Path, monkeypatch: 
     assert not (tmp_path / "m.npz").exists()
 
 
-def test_unreachable_scheduler_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", "0.5s")
+def test_unreachable_scheduler_one_line(tmp_path: Path) -> None:
+    import dask
+
     ok("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--jobs", "1")
-    result = run_cli("classify", "-m", tmp_path / "m.npz", SPAM, "--dask", "tcp://127.0.0.1:9")
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
+        result = run_cli("classify", "-m", tmp_path / "m.npz", SPAM, "--dask", "tcp://127.0.0.1:9")
     assert_one_line_error(result, "tcp://127.0.0.1:9")
+
+
+def test_7_an_endpoint_that_accepts_and_never_answers_is_an_error_within_the_timeout(tmp_path: Path) -> None:
+    """Issue 27 item 7: on main `classify --dask` to it waited for ever (1,124 s before it was killed)."""
+    ok("train", "-m", tmp_path / "m.npz", "--spam", SPAM, "--ham", HAM, "--jobs", "1")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+        spamnb = Path(sys.executable).with_name("spamnb")
+        done = subprocess.run([str(spamnb), "-q", "classify", "-m", str(tmp_path / "m.npz"), SPAM, "--dask", address], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.splitlines() == [f"spamnb: error: --dask {address}: no Dask scheduler answers there (no answer within 2 s; DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT sets how long to wait)"]
 
 
 def test_nothing_imports_dask_unless_asked(tmp_path: Path) -> None:

@@ -405,6 +405,25 @@ def test_sighup_reopens_the_log_and_notify_socket_hears_ready(tmp_path: Path, mo
         notify.close()
 
 
+def test_socket_activation_takes_the_socket_systemd_passes(model: Path) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def as_systemd() -> None:  # in the child: the socket as fd 3, LISTEN_PID its own pid
+        os.dup2(listener.fileno(), 3)
+        os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+
+    proc = subprocess.Popen([str(SPAMNB), "serve", "-m", str(model), "--listen", "127.0.0.1:1", "--workers", "1"], preexec_fn=as_systemd, close_fds=False, stderr=subprocess.PIPE)
+    listener.close()
+    try:
+        server = Server.__new__(Server)
+        server.proc, server.err, server.log, server.unix, server.host, server.port = proc, b"", None, None, "127.0.0.1", port
+        assert "the socket systemd passed" in server.wait_for(b"listening on ")
+        assert server.spamc("-K").returncode == 0
+    finally:
+        assert server.stop() == 0
+
+
 def test_a_start_that_cannot_work_says_why_in_one_line(tmp_path: Path, model: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -303,9 +303,33 @@ def dask_option(fn: F) -> F:
 def labelled_options(fn: F) -> F:
     fn = click.option("--index", type=click.Path(), default=None, help="TREC-style index: lines `spam PATH` / `ham PATH`.")(fn)
     # type=click.Path: shell completion offers file names (the shell's own completion).
-    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file or -.")(fn)
-    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file or -.")(fn)
+    fn = click.option("--ham", multiple=True, type=click.Path(), metavar="SRC", help="Ham: mbox, maildir, folder, file, imaps://USER@HOST/FOLDER or -.")(fn)
+    fn = click.option("--spam", multiple=True, type=click.Path(), metavar="SRC", help="Spam: mbox, maildir, folder, file, imaps://USER@HOST/FOLDER or -.")(fn)
     return fn
+
+
+def imap_options(fn: F) -> F:
+    """How to log in to IMAP folders given as SRC; the command receives them as one
+    `access` (None: ~/.netrc and the system's CAs)."""
+
+    @functools.wraps(fn)
+    def with_access(*args: Any, **kwargs: Any) -> Any:
+        command, ca_file = kwargs.pop("password_command"), kwargs.pop("ca_file")
+        access = None
+        if command is not None or ca_file is not None:
+            from spamnb.mail.imap import Access
+
+            access = Access(command, ca_file)
+        return fn(*args, access=access, **kwargs)
+
+    with_ca = click.option(
+        "--ca-file", type=click.Path(dir_okay=False), default=None, metavar="PEM",
+        help="For imaps:// and imap:// SRC: trust this CA's certificates (a private CA) instead of the system's.",
+    )(with_access)
+    return click.option(
+        "--password-command", default=None, metavar="COMMAND",
+        help="For imaps:// and imap:// SRC: a shell command whose first line of output is the password (else ~/.netrc).",
+    )(with_ca)  # type: ignore[return-value]
 
 
 class ModelOptions(NamedTuple):
@@ -430,6 +454,7 @@ def report_problems(problems: Iterable[Any]) -> int:
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
 )
+@imap_options
 @model_options
 @jobs_option
 @dask_option
@@ -448,6 +473,7 @@ def train(
     options: ModelOptions,
     jobs: int,
     dask_address: str | None,
+    access: Any,
 ) -> None:
     """Learn labelled mail into MODEL (created when missing).
 
@@ -481,7 +507,7 @@ def train(
             model = store.empty_model(*settings_from(options))
         with progress_bar("learning", ctx.obj["quiet"]) as advance:
             if dask_address is None:
-                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty)
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty, access=access)
                 result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
             else:
                 located = sources.locate_labelled(spam, ham, index)
@@ -530,6 +556,7 @@ def train(
     metavar="N",
     help="With --pipe: name the N strongest tokens in the header, each with its share of ln(P / (1 - P)) as inspect --explain shows it (0: none).",
 )
+@imap_options
 @cutoff_options
 @jobs_option
 @dask_option
@@ -547,6 +574,7 @@ def classify(
     ham_cutoff: float | None,
     jobs: int,
     dask_address: str | None,
+    access: Any,
 ) -> None:
     """Score messages (stdin when no SRC is given).
 
@@ -562,7 +590,7 @@ def classify(
         ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons))
     if exit_zero or reasons:
         raise click.UsageError(f"{'--exit-zero' if exit_zero else '--reasons'} goes with --pipe")
-    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address)
+    classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address, access)
 
 
 @guarded
@@ -574,6 +602,7 @@ def classify_batch(
     jobs: int,
     cutoffs: tuple[float | None, float | None],
     dask_address: str | None = None,
+    access: Any = None,
 ) -> None:
     from spamnb.cli import report
     from spamnb.cli.progress import progress_bar
@@ -596,7 +625,7 @@ def classify_batch(
     write = sys.stdout.write
     with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
         if dask_address is None:
-            items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty)
+            items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access)
             if to_terminal:
                 items = report.noting_heads(items, heads)
             results = classifier.classify(model, items, progress=advance, jobs=jobs)
@@ -643,6 +672,7 @@ def classify_batch(
     "--fail-over", "ceilings", multiple=True, metavar="METRIC=VALUE",
     help="Exit 1 when METRIC is above VALUE, for the lower-is-better ones such as false_positive_rate (repeatable).",
 )
+@imap_options
 @model_options
 @jobs_option
 @dask_option
@@ -666,6 +696,7 @@ def evaluate(
     options: ModelOptions,
     jobs: int,
     dask_address: str | None,
+    access: Any,
 ) -> None:
     """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
     import numpy as np
@@ -709,7 +740,7 @@ def evaluate(
             from spamnb.run import online as online_eval
 
             tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append, access=access)
             if order == "date":
                 from spamnb.mail import arrival
 
@@ -720,7 +751,7 @@ def evaluate(
             model.tokens, model.scoring = settings_from(options, model)
             scoring = model.scoring
             if client is None:
-                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append)
+                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append, access=access)
                 results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
             else:
                 results = list(cluster.classify(client, model, located, progress=advance, jobs=jobs))
@@ -730,7 +761,7 @@ def evaluate(
             tokens, scoring = settings_from(options)
             pruning = options.pruning()
             if client is None:
-                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append)
+                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append, access=access)
                 scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
             else:
                 data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs, numeric=scoring.meta != "none")
@@ -805,10 +836,15 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
         side = None if prefer is None else classifier.LABEL_CLASS[prefer]
         merged, result = merging.merge(names, [target, *parts], prefer=side, messages=items, jobs=jobs)
         store.save(merged, model_path)
-    report_problems(result.problems)
-    if ctx.obj["quiet"]:
-        return
-    done = f"added {result.added} messages from {len(others)} models"
+    unreadable = report_problems(result.problems)
+    if not ctx.obj["quiet"]:
+        say_merged(model_path, merged, result, len(others), prefer)
+    if unreadable:  # as train: the merge is saved, and the exit status says some mail was not read
+        ctx.exit(EXIT_PARTIAL)
+
+
+def say_merged(model_path: str, merged: Any, result: Any, others: int, prefer: str | None) -> None:
+    done = f"added {result.added} messages from {others} models"
     if result.counted_once:
         done += f", {result.counted_once} learnt in more than one counted once"
     if result.resolved:
@@ -909,6 +945,64 @@ def serve(
         raise click.UsageError(str(err)) from None
     if status:
         sys.exit(status)
+
+
+@cli.command(
+    name="imap-filter",
+    epilog="\b\nExamples:\n  spamnb imap-filter imaps://me@mail.example.org/INBOX --spam-folder Junk\n"
+    "  spamnb imap-filter --dry-run imaps://me@mail.example.org/INBOX --spam-folder Junk --unsure-folder Unsure\n"
+    "  spamnb imap-filter --password-command 'pass show mail' imap://me@localhost/INBOX --spam-folder Junk\n\n"
+    "\b\nExit status:\n  0    done\n  1    some messages could not be fetched (they stay where they are)\n"
+    "  2    usage error\n  3    the model, the server or the state cannot be used\n  130  interrupted (Ctrl-C)",
+)
+@model_option()
+@click.argument("url", metavar="URL")
+@click.option("--spam-folder", required=True, metavar="FOLDER", help="Where spam goes (it must exist).")
+@click.option("--unsure-folder", default=None, metavar="FOLDER", help="Where unsure mail goes. [default: it stays]")
+@click.option("--dry-run", is_flag=True, help="Say what would move; move nothing and remember nothing.")
+@cutoff_options
+@imap_options
+@quiet_option
+@click.pass_context
+@guarded
+def imap_filter(
+    ctx: click.Context,
+    model_path: str,
+    url: str,
+    spam_folder: str,
+    unsure_folder: str | None,
+    dry_run: bool,
+    spam_cutoff: float | None,
+    ham_cutoff: float | None,
+    access: Any,
+) -> None:
+    """Move the spam among the new messages of an IMAP folder, URL (imaps://USER@HOST/FOLDER
+    or imap:// with STARTTLS), to --spam-folder.
+
+    One line per message moved (ID, verdict, P(spam), folder).  The last message seen per
+    folder is kept in MODEL.imap-state.json: a re-run scores only mail that came since.
+    """
+    from spamnb.cli import report
+    from spamnb.models import store
+    from spamnb.run import imapfilter
+
+    model = store.load(model_path)
+    model.scoring = with_cutoffs(model.scoring, spam_cutoff, ham_cutoff)
+
+    def told(result: Any, target: str | None) -> None:
+        if target is not None:
+            sys.stdout.write(f"{report.scored_tsv(result)}\t{target}\n")
+
+    state = None if dry_run else imapfilter.state_path(model_path)
+    outcome = imapfilter.filter_folder(model, url, spam_folder, unsure_folder, access, state, dry_run, told)
+    sys.stdout.flush()
+    bad = report_problems(outcome.problems)
+    if not ctx.obj["quiet"] or dry_run:
+        moved = ", ".join(f"{n} to {folder}" for folder, n in sorted(outcome.moved.items())) or "none"
+        verb = "would move" if dry_run else "moved"
+        click.echo(f"{url}: {outcome.scored} new scored; {verb} {moved}; {outcome.stayed} stay" + ("; dry run: nothing moved" if dry_run else ""), err=True)
+    if bad:
+        ctx.exit(EXIT_PARTIAL)
 
 
 def main() -> None:

@@ -146,6 +146,11 @@ def stamp(data: bytes, value: str, more: Sequence[tuple[bytes, str]] = ()) -> by
     return envelope + fields + line + after + rest
 
 
+# Bytes read beyond the tokeniser's cap: the envelope line and verdict headers it strips
+# before capping, so that what it sees does not depend on where the read stopped.
+HEADROOM = 1 << 16
+
+
 # SpamAssassin's fields, as spamd's PROCESS writes them (`spamnb serve`), beside X-Spamnb.
 # Their score is SpamAssassin-style points: SA_POINTS times P(spam), 0 to 10, and
 # `required` SA_POINTS times the P a spam verdict needs.
@@ -173,7 +178,11 @@ def spamassassin_fields(verdict: str, score: float, threshold: float) -> list[tu
 
 def unstamped(data: bytes, limit: int | None = None) -> bytes:
     """The message as it is learnt and scored: no envelope line, no verdict header, so
-    that it reads the same before and after the pipe; at most `limit` bytes."""
+    that it reads the same before and after the pipe; at most `limit` bytes, of its first
+    `limit` + HEADROOM as read (a file's read stops there, the pipe's stdin does not:
+    megabytes of forged verdict headers must not hide the body from one and not the other)."""
+    if limit is not None:
+        data = data[: limit + HEADROOM]
     _, head, rest = split_message(data)
     head = without_verdict(head)
     if limit is None:
@@ -196,10 +205,11 @@ def without_transport(head: bytes) -> bytes:
     return TRANSPORT_LINE.sub(b"", head)
 
 
-def digest(data: bytes, limit: int | None = None, transport: bool = False) -> bytes:
-    """16-byte fingerprint of a message, blind to the envelope, the verdict header and
-    the fields delivery adds (TRANSPORT_NAMES; with `transport`, not blind to those:
-    the digest models learnt before, see `learnt_digest`).
+def digest(data: bytes, limit: int | None = None, transport: bool = False, trailing: bool = False) -> bytes:
+    """16-byte fingerprint of a message, blind to the envelope, the verdict header,
+    the fields delivery adds (TRANSPORT_NAMES) and the newlines it ends with (an mbox's
+    separator, procmail's extra line).  With `transport` or `trailing`, not blind to
+    those: the digests models learnt before, see `legacy_digests`.
 
     Blind too to the final newline of a header-only message, which `stamp` may add.
     With `limit`, of the first `limit` bytes that `unstamped` keeps: what is learnt of
@@ -211,6 +221,8 @@ def digest(data: bytes, limit: int | None = None, transport: bool = False) -> by
         head = without_transport(head)
     if limit is not None:
         head, rest = head[:limit], rest[: max(limit - len(head), 0)]
+    if not trailing:
+        rest = rest.rstrip(b"\r\n")
     if not rest:
         head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith((b"\n", b"\r")) else head
     import hashlib  # learning needs it, scoring does not: off the pipe's start-up
@@ -221,17 +233,20 @@ def digest(data: bytes, limit: int | None = None, transport: bool = False) -> by
     return fingerprint.digest()
 
 
-def legacy_digest(data: bytes, limit: int | None = None) -> bytes:
-    """The digest before transport fields were left out (models learnt with it keep it)."""
-    return digest(data, limit, transport=True)
+def legacy_digests(data: bytes, limit: int | None = None) -> tuple[bytes, bytes]:
+    """The digests of earlier releases, which models learnt with them keep: before the final
+    newlines were left out, and before the transport fields were too."""
+    return digest(data, limit, trailing=True), digest(data, limit, transport=True, trailing=True)
 
 
 def learnt_digest(data: bytes, limit: int | None, known: Callable[[bytes], bool]) -> bytes:
-    """The digest to learn, move or forget a message by: its `digest`, or the
-    `legacy_digest` a model already knows it by, so that older models still recognise
-    what they learnt (`known`: whether the model holds a digest)."""
+    """The digest to learn, move or forget a message by: its `digest`, or the legacy one
+    a model already knows it by, so that older models still recognise what they learnt
+    (`known`: whether the model holds a digest)."""
     key = digest(data, limit)
-    if known(key):
-        return key
-    old = legacy_digest(data, limit)
-    return old if old != key and known(old) else key
+    return key if known(key) else first_known(key, legacy_digests(data, limit), known)
+
+
+def first_known(key: bytes, olds: Sequence[bytes], known: Callable[[bytes], bool]) -> bytes:
+    """The first of a message's legacy digests `olds` that the model knows, else its digest `key`."""
+    return next((old for old in olds if old != key and known(old)), key)

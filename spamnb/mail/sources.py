@@ -1,4 +1,5 @@
-"""Finding and streaming messages: mbox, maildir, directories, files, stdin, index files.
+"""Finding and streaming messages: mbox, maildir, directories, files, stdin, index files,
+and IMAP folders (`spamnb.mail.imap`, given as `imaps://USER@HOST/FOLDER`).
 
 Every reader is a generator that holds one message at a time, so memory does not
 grow with the size of a mailbox.  A file or message that cannot be read is yielded
@@ -18,7 +19,9 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO, NamedTuple, TypeVar
+from typing import Any, BinaryIO, NamedTuple, TypeVar
+
+from spamnb.mail import headers
 
 LABELS = ("ham", "spam")
 T = TypeVar("T")
@@ -60,9 +63,7 @@ ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 # Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
 MARKED_LINE = re.compile(rb"^>*From ", re.M)
 BLOCK = 1 << 16
-# Bytes read beyond the tokeniser's cap: the envelope line and verdict headers it strips
-# before capping, so that what it sees does not depend on where the read stopped.
-HEADROOM = 1 << 16
+HEADROOM = headers.HEADROOM
 NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
 
 
@@ -330,6 +331,8 @@ def locate_source(src: str, label: str | None = None) -> Iterator[Located | Prob
     """The files of any SRC but `-` (stdin), not yet read: for readers elsewhere (a Dask worker)."""
     if src == "-":
         raise SourceError("stdin (-) cannot be read here: give the message as a file")
+    if is_imap(src):
+        raise SourceError(f"{src}: an IMAP folder is read by this process only: give its messages as files here")
     if not src:
         raise SourceError("empty path given as a source")
     if os.path.isdir(src):
@@ -339,10 +342,19 @@ def locate_source(src: str, label: str | None = None) -> Iterator[Located | Prob
     return iter([Located(src, label)])
 
 
-def read_source(src: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
-    """Any SRC of the command line: `-`, a maildir, a folder, an mbox or a message file."""
+def is_imap(src: str | os.PathLike[str]) -> bool:
+    return isinstance(src, str) and src.startswith(("imap://", "imaps://"))
+
+
+def read_source(src: str, label: str | None = None, max_bytes: int | None = None, access: Any = None) -> Iterator[Item]:
+    """Any SRC of the command line: `-`, a maildir, a folder, an mbox, a message file or an
+    IMAP folder (logged in by `access`, an `imap.Access`; None: ~/.netrc, the system's CAs)."""
     if src == "-":
         return read_stdin(label, max_bytes=max_bytes)
+    if is_imap(src):
+        from spamnb.mail import imap  # off the pipe's start-up
+
+        return imap.read_folder(src, label, max_bytes, access)
     return read_located(locate_source(src, label), max_bytes)
 
 
@@ -352,11 +364,16 @@ def locate_labelled(spam: Iterable[str], ham: Iterable[str], index: str | None =
 
 
 def read_labelled(
-    spam: Iterable[str], ham: Iterable[str], index: str | None = None, max_bytes: int | None = None, on_empty: Callable[[str], None] | None = None
+    spam: Iterable[str],
+    ham: Iterable[str],
+    index: str | None = None,
+    max_bytes: int | None = None,
+    on_empty: Callable[[str], None] | None = None,
+    access: Any = None,
 ) -> Iterator[Item]:
     """The labelled mail of `--spam`, `--ham` and `--index`, in that order; `on_empty(SRC)`
-    once a SRC (or the index) turns out to hold no message."""
-    streams = [(src, read_source(src, "spam", max_bytes)) for src in spam] + [(src, read_source(src, "ham", max_bytes)) for src in ham]
+    once a SRC (or the index) turns out to hold no message (`access` as `read_source`'s)."""
+    streams = [(src, read_source(src, label, max_bytes, access)) for label, srcs in (("spam", spam), ("ham", ham)) for src in srcs]
     if index is not None:
         if not os.path.isfile(index):
             raise SourceError(f"{index}: no such index file")
@@ -374,9 +391,9 @@ def labelled(spam: Iterable[str], ham: Iterable[str], index: str | None, source:
     return itertools.chain.from_iterable(streams)
 
 
-def read_all(sources: Iterable[str], max_bytes: int | None = None, on_empty: Callable[[str], None] | None = None) -> Iterator[Item]:
-    """Unlabelled mail of several SRC arguments, checked up front (`on_empty` as `read_labelled`'s)."""
-    streams = [(src, read_source(src, max_bytes=max_bytes)) for src in sources]
+def read_all(sources: Iterable[str], max_bytes: int | None = None, on_empty: Callable[[str], None] | None = None, access: Any = None) -> Iterator[Item]:
+    """Unlabelled mail of several SRC arguments, checked up front (`on_empty`, `access` as `read_labelled`'s)."""
+    streams = [(src, read_source(src, max_bytes=max_bytes, access=access)) for src in sources]
     return itertools.chain.from_iterable(noting_empty(src, items, on_empty) for src, items in streams)
 
 

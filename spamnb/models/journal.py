@@ -28,7 +28,8 @@ import struct
 import zlib
 
 from spamnb.bayes import meta
-from spamnb.models.npzview import ModelError
+from spamnb.models import trust
+from spamnb.models.npzview import ModelError, identity  # noqa: F401 - the journal's key, read by its users here
 
 MAGIC = b"SPAMNBJ1"
 HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two
@@ -37,6 +38,9 @@ REC_TAG = b"JREC"
 # Learns go to the journal until it is this large, then it is folded into the model
 # (a fold rewrites the model, so not after every learn).  A message's record is ~3 KB.
 FOLD_SIZE = 64 << 10
+# A journal whose folds keep failing (no room for the model's new copy) grows: past this a
+# learn fails instead of appending, and a reader refuses a larger file as not a journal.
+MAX_SIZE = 64 * FOLD_SIZE
 CLASS_CODES = {None: b"-", 0: b"0", 1: b"1"}
 CODE_CLASSES = {v: k for k, v in CLASS_CODES.items()}
 
@@ -66,13 +70,15 @@ class Entry:
         first, *rest = payload.split(b"\n")
         digest, before, after, *numbers = first.split(b" ")
         numeric = [int(v) for v in numbers[0].split(b",")] if numbers else None
+        if numeric is not None and max(map(abs, numeric)) > trust.MAX_COUNT:
+            raise ValueError("numeric features out of range")
         if len(numbers) > 1 or (numeric is not None and len(numeric) != meta.WIDTH - 1):
             raise ValueError("a record of the wrong form")
         tokens = {}
         for line in rest:
             count, token = line.split(b" ", 1)
             tokens[token.decode("utf-8", "surrogatepass")] = int(count)
-        if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or min(tokens.values(), default=1) < 1:
+        if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or not 1 <= min(tokens.values(), default=1) <= max(tokens.values(), default=1) <= trust.MAX_COUNT:
             raise ValueError("a record of the wrong form")
         return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric)
 
@@ -115,14 +121,21 @@ class Journal:
         self.entries += 1
 
 
-def identity(mm: bytes) -> bytes:
-    """8 bytes that change whenever the model file does: checksums of its zip directory
-    (which holds each member's CRC and size), found from the end-of-directory record."""
-    if len(mm) < 22:
-        return b""
-    start = struct.unpack_from("<L", mm, len(mm) - 6)[0]  # the directory's offset, in the last 22 bytes
-    directory = memoryview(mm)[min(start, len(mm)) :]
-    return struct.pack("<II", zlib.crc32(directory), zlib.adler32(directory))
+def cut_short(data: bytes, at: int) -> bool:
+    """Whether the record at `at`, which says it runs past the end, is one cut short (being
+    written, or killed part way) rather than a damaged length: its bytes are not whole
+    under its checksum, and no whole record lies after its header."""
+    _, _, crc = REC.unpack_from(data, at)
+    if zlib.crc32(data[at + REC.size :]) == crc:
+        return False
+    start = at + REC.size
+    while (found := data.find(REC_TAG, start)) >= 0 and found + REC.size <= len(data):
+        _, size, crc = REC.unpack_from(data, found)
+        end = found + REC.size + size
+        if end <= len(data) and zlib.crc32(data[found + REC.size : end]) == crc:
+            return False
+        start = found + 1
+    return True
 
 
 def damaged(path: str, why: str) -> ModelError:
@@ -132,14 +145,28 @@ def damaged(path: str, why: str) -> ModelError:
 def read(model_path: str, model_identity: bytes) -> Journal:
     """The journal of the model whose identity is `model_identity`; empty when there is
     none or it belongs to an earlier version of the model file."""
+    import stat
+
     path = journal_path(model_path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # Not followed if a symbolic link, never blocking on a FIFO, a regular file of bounded size.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return Journal(path)
     except OSError as err:
         raise ModelError(f"{path}: cannot read the journal ({err.strerror or err})") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise damaged(path, "not a regular file")
+        if st.st_size > MAX_SIZE:
+            raise damaged(path, f"{st.st_size:,} bytes, more than a journal holds ({MAX_SIZE:,})")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_SIZE + 1)
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read the journal ({err.strerror or err})") from err
+    finally:
+        os.close(fd)
     journal = Journal(path, len(data))
     if len(data) < HEAD.size:
         if not (MAGIC.startswith(data[:8]) or data[:8].startswith(MAGIC)):
@@ -161,6 +188,8 @@ def read(model_path: str, model_identity: bytes) -> Journal:
             raise damaged(path, f"no record at byte {at}")
         end = at + REC.size + size
         if end > len(data):
+            if not cut_short(data, at):
+                raise damaged(path, f"the length of the record at byte {at}")
             break  # being written, or cut short by a crash: never acknowledged
         payload = data[at + REC.size : end]
         if zlib.crc32(payload) != crc:
@@ -183,6 +212,11 @@ def append(model_path: str, model_identity: bytes, journal: Journal, entries: li
     path = journal_path(model_path)
     if not entries:
         return journal.good_size
+    if journal.good_size > MAX_SIZE - FOLD_SIZE:
+        raise ModelError(
+            f"{path}: the journal is full ({journal.good_size:,} bytes: its changes could not be folded into the model, "
+            "is its folder out of room?); nothing was learnt: the next bulk `spamnb train` folds it in once there is room"
+        )
     head = b""
     if journal.good_size == 0:
         head = HEAD.pack(MAGIC, model_identity, zlib.crc32(MAGIC + model_identity))

@@ -4,7 +4,7 @@ Before any data is read: each member's `.npy` header (kind of dtype, dimensions)
 its declared size against the archive entry that holds it, the shapes against each
 other, and the memory a full load would take against the file's size (`check_headers`).
 A crafted file therefore cannot make a load inflate or widen more than it declares.
-After: the values that scoring trusts, such as the token offsets (`check_values`).
+After: the values that scoring trusts, such as the token offsets (`trust.check_values`).
 Both raise ValueError; the loaders name the file.
 """
 from __future__ import annotations
@@ -15,25 +15,8 @@ from typing import BinaryIO, NamedTuple
 import numpy as np
 
 from spamnb.bayes import meta
+from spamnb.models.trust import SPEC
 
-# Each member: the dtype kinds it may have, its number of dimensions, its item size
-# (0: any).  Counts are saved unsigned; a signed count array is read (and checked
-# non-negative) for files written by other tools.
-SPEC: dict[str, tuple[str, int, int]] = {
-    "format": ("US", 0, 0),
-    "version": ("iu", 0, 0),
-    "settings": ("US", 0, 0),
-    "scoring": ("US", 0, 0),
-    "tokens": ("u", 1, 1),
-    "offsets": ("iu", 1, 0),
-    "tf": ("iu", 2, 0),
-    "df": ("iu", 2, 0),
-    "docs": ("iu", 1, 0),
-    "learnt": ("u", 2, 1),
-    "learnt_class": ("u", 1, 1),
-    "weighted": ("iu", 2, 0),
-    "meta": ("i", 3, 8),
-}
 # Settings and scoring are a few hundred bytes of JSON; format and version a word.
 MAX_TEXT_BYTES = 1 << 16
 # A full load may hold this many times the file's size (counts widened to int64 take 8x
@@ -107,38 +90,11 @@ def check_headers(headers: dict[str, Header]) -> None:
 def load_bytes(headers: dict[str, Header]) -> int:
     """The memory a full load holds for these arrays: each as stored, and the counts widened to int64."""
     widened = sum(2 * headers[k].shape[1] * 8 for k in ("tf", "df", "weighted") if k in headers)
-    return sum(h.nbytes for h in headers.values()) + widened
+    derived = 0 if "offsets" in headers else (headers["tf"].shape[1] + 1) * 8  # computed from the blob when absent
+    return sum(h.nbytes for h in headers.values()) + widened + derived
 
 
 def check_budget(headers: dict[str, Header], file_size: int) -> None:
     need, budget = load_bytes(headers), max(LOAD_FACTOR * file_size, MIN_BUDGET)
     if need > budget:
         raise ValueError(f"its arrays would take {need:,} bytes of memory, from a file of {file_size:,}")
-
-
-def check_values(arrays: dict[str, np.ndarray], blob_size: int) -> None:
-    """What scoring trusts without looking: offsets that cut the blob into its tokens, counts >= 0."""
-    offsets = arrays.get("offsets")
-    if offsets is not None:
-        check_offsets(offsets, blob_size)
-    for k in ("tf", "df", "docs", "weighted"):
-        if k in arrays and arrays[k].dtype.kind == "i" and (arrays[k] < 0).any():
-            raise ValueError(f"negative counts in {k}")
-    moments = arrays.get("meta")
-    if moments is not None:
-        if (moments[:, 0, 0] < 0).any() or (moments.diagonal(axis1=1, axis2=2) < 0).any():
-            raise ValueError("numeric features' moments of negative messages or squares")
-        meta.Gaussians("gda", moments.tolist())  # a covariance, or the ValueError of moments no mail could have
-    learnt_class = arrays.get("learnt_class")
-    if learnt_class is not None and (learnt_class > 1).any():
-        raise ValueError("a learnt digest of a class other than ham or spam")
-
-
-def check_offsets(offsets: np.ndarray, blob_size: int) -> None:
-    """Token i is blob[offsets[i] : offsets[i+1] - 1]: from 0, rising, to the blob's end and its separator."""
-    if offsets.dtype.kind not in "iu" or offsets.ndim != 1 or offsets.size < 1:
-        raise ValueError("token offsets are not integers")
-    if int(offsets[0]) != (0 if offsets.size > 1 else 1) or int(offsets[-1]) != blob_size + 1:
-        raise ValueError("token offsets do not fit the token blob")
-    if not (offsets[1:] > offsets[:-1]).all():
-        raise ValueError("token offsets do not rise")

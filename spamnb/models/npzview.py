@@ -166,14 +166,6 @@ def npy_header(text: str) -> tuple[str, str, int, bool, tuple[int, ...]]:
     return order, kind, int(width) * (4 if kind == "U" else 1), fortran == "True", shape
 
 
-# Members up to this size are checked against their zip checksums on every open.  The
-# large ones (the token blob, offsets and counts of a big model) are not: checking a
-# 1,000,000-token model's 20 MB would cost more than the rest of a piped message; what is read
-# of them is range-checked where it is used, and every command that loads the whole
-# model (`store.load`) checks them all.
-CHECKED_SIZE = 1 << 18
-
-
 def open_model(path: str) -> io.BufferedReader:
     """The model file open for reading; a FIFO or device is refused without blocking on it."""
     try:
@@ -192,44 +184,72 @@ def open_model(path: str) -> io.BufferedReader:
         raise
 
 
-def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = ()) -> tuple[mmap.mmap, dict[str, Array]]:
+def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = (), check=None) -> tuple[mmap.mmap, dict[str, Array]]:
     """The file mapped, and its members `names` and those of `optional` it has (without `.npy`) as arrays.
 
-    ModelError for a file that is missing, not a model, or damaged; NotPlain for a zip
-    this reader does not handle.
+    `check(arrays)`: the validation of the values (`trust.check_values` and the caller's
+    own), run with the checksums of every member unless this version of the file passed
+    both before (`trust.verified`): the pipe pays a pass over a big model once, not per
+    message.  Without `check`, only the checksums.  ModelError for a file that is
+    missing, not a model, or damaged; NotPlain for a zip this reader does not handle.
     """
+    from spamnb.models import trust
+
     file = open_model(path)
     with file:
         try:
             mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:  # an empty file, a folder
             raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
-    try:
-        directory = zip_directory(mm)
-    except (struct.error, UnicodeDecodeError) as err:
-        raise ModelError(f"{path}: not a readable spamnb model (a damaged zip directory)") from err
-    if directory is None:
-        raise NotPlain(path)
-    missing = [k for k in names if f"{k}.npy" not in directory]
-    if missing:
-        raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
-    names = (*names, *(k for k in optional if f"{k}.npy" in directory))
-    if not all(directory[f"{k}.npy"].stored for k in names):
-        raise NotPlain(path)
-    arrays = {}
-    for k in names:
-        info = directory[f"{k}.npy"]
         try:
-            fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
-        except struct.error as err:
-            raise ModelError(f"{path}: damaged spamnb model ({k} lies outside the file)") from err
-        start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
-        if fields[0] != b"PK\x03\x04" or start + info.size > len(mm):
-            raise ModelError(f"{path}: damaged spamnb model ({k} lies outside the file)")
-        if info.size <= CHECKED_SIZE and zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
-            raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
-        try:
-            arrays[k] = read_npy(mm, start, info.size)
-        except (ValueError, struct.error) as err:
-            raise ModelError(f"{path}: damaged spamnb model ({k}: {err})") from err
+            directory = zip_directory(mm)
+        except (struct.error, UnicodeDecodeError) as err:
+            raise ModelError(f"{path}: not a readable spamnb model (a damaged zip directory)") from err
+        if directory is None:
+            raise NotPlain(path)
+        missing = [k for k in names if f"{k}.npy" not in directory]
+        if missing:
+            raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
+        if not all(member.stored for member in directory.values()):
+            raise NotPlain(path)
+        names = (*names, *(k for k in optional if f"{k}.npy" in directory))
+        spans = {}
+        for name, info in directory.items():
+            try:
+                fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
+            except struct.error as err:
+                raise ModelError(f"{path}: damaged spamnb model ({name} lies outside the file)") from err
+            start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
+            if fields[0] != b"PK\x03\x04" or start + info.size > len(mm):
+                raise ModelError(f"{path}: damaged spamnb model ({name} lies outside the file)")
+            at = info.header_offset + LOCAL_HEADER.size
+            # What zipfile checks of a member's own header: its name, no patched or strongly encrypted data.
+            if mm[at : at + fields[-2]] != name.encode("utf-8") or fields[2] & 0x60:
+                raise ModelError(f"{path}: damaged spamnb model (the header of {name} is not the directory's)")
+            spans[name] = start
+        arrays = {}
+        for k in names:
+            try:
+                arrays[k] = read_npy(mm, spans[f"{k}.npy"], directory[f"{k}.npy"].size)
+            except (ValueError, struct.error) as err:
+                raise ModelError(f"{path}: damaged spamnb model ({k}: {err})") from err
+        st = os.fstat(file.fileno())
+        ident = identity(mm)
+        if check is None or not trust.verified(file.fileno(), st, ident):
+            for name, info in directory.items():
+                if zlib.crc32(memoryview(mm)[spans[name] : spans[name] + info.size]) != info.crc:
+                    raise ModelError(f"{path}: damaged spamnb model (checksum of {name.removesuffix('.npy')} does not match)")
+            if check is not None:
+                check(arrays)
+                trust.remember(file.fileno(), st, ident)
     return mm, arrays
+
+
+def identity(mm: bytes) -> bytes:
+    """8 bytes that change whenever the model file does: checksums of its zip directory
+    (which holds each member's CRC and size), found from the end-of-directory record."""
+    if len(mm) < 22:
+        return b""
+    start = struct.unpack_from("<L", mm, len(mm) - 6)[0]  # the directory's offset, in the last 22 bytes
+    directory = memoryview(mm)[min(start, len(mm)) :]
+    return struct.pack("<II", zlib.crc32(directory), zlib.adler32(directory))

@@ -10,6 +10,7 @@ import math
 from collections import namedtuple
 
 from spamnb.bayes import meta
+from spamnb.models import trust
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -56,13 +57,14 @@ class Scoring(ScoringFields):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Scoring:
         self = super().__new__(cls, *args, **kwargs)
+        if self.alpha is not None:
+            trust.check_alpha(float(self.alpha))
         check_cutoffs(self.spam_cutoff, self.ham_cutoff)
         if not 0.0 <= self.spam_floor <= 1.0:
             raise ValueError(f"the spam floor is a probability, not {self.spam_floor}")
         if self.meta not in meta.KINDS:
             raise ValueError(f"unknown --meta {self.meta!r}; choose from {', '.join(meta.KINDS)}")
-        if not (math.isfinite(self.meta_weight) and self.meta_weight >= 0):
-            raise ValueError(f"the numeric features' weight must be finite and not negative, not {self.meta_weight}")
+        trust.check_weight(self.meta_weight)
         a, b = self.calibration
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")

@@ -30,14 +30,13 @@ import math
 import mmap
 import os
 import re
-import zlib
 from typing import BinaryIO
 
 import numpy as np
 
 from spamnb.bayes import events, nb
 from spamnb.bayes.features import SortedTokens, Vocabulary, token_offsets
-from spamnb.models import journal, modelcheck, ownership
+from spamnb.models import journal, modelcheck, npzview, ownership, trust
 from spamnb.models.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
 from spamnb.models.model import Model, Scoring
 from spamnb.models.npzview import (  # Member and default_path: this module's names before they moved
@@ -106,11 +105,16 @@ def save(model: Model, path: str) -> None:
 
     old = ownership.model_stat(path)
     ownership.check_writable(path, old)
+    arrays = to_arrays(model)
+    try:  # what no reader would take is never written (a merge's sums past trust.MAX_COUNT)
+        trust.check_values(trust.of_numpy(arrays))
+    except ValueError as err:
+        raise ModelError(f"{path}: cannot save the model: it would be damaged ({err}); the model is as it was") from err
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as out:
             ownership.adopt(out.fileno(), path, old)  # before the data: a refusal costs no write
-            write_npz(out, to_arrays(model))
+            write_npz(out, arrays)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -154,7 +158,8 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     learnt digests are left unread, and the model cannot be saved (the pipe path).
     Either way every header is checked before any data is read (see modelcheck).
     """
-    if scoring_only and not growable:
+    checked = validated(path)
+    if scoring_only and not growable and checked:
         try:
             mapped = load_mapped(path)
         except ModelError:
@@ -176,7 +181,23 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
     except OSError as err:
         raise ModelError(f"{path}: cannot read the model ({err.strerror or err})") from err
-    return with_journal(from_arrays(arrays, path, growable), path, ident)
+    return with_journal(from_arrays(arrays, path, growable, checked), path, ident)
+
+
+def validated(path: str) -> bool:
+    """Whether the file passed the one validation every reader of a model runs (checksums
+    and `trust.validate`, as the pipe's `onemessage.OneModel` runs it); False for a zip
+    the pipe does not read (`from_arrays` checks its arrays).  A ModelError for a model
+    that fails."""
+    try:
+        npzview.open_members(path, REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
+    except npzview.NotPlain:
+        return False
+    except RecursionError as err:
+        raise ModelError(f"{path}: damaged spamnb model (settings nested too deeply)") from err
+    except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
+        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+    return True
 
 
 def file_identity(file: BinaryIO) -> bytes:
@@ -306,11 +327,13 @@ def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
         raise ModelError(f"{path}: model format version {int(version[()])}, this spamnb reads version {VERSION}; retrain")
 
 
-def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool) -> Model:
-    """The model of arrays whose headers were checked (modelcheck.check_headers)."""
+def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool, checked: bool = False) -> Model:
+    """The model of arrays whose headers were checked (modelcheck.check_headers), and,
+    unless `checked` (`validated`), their values now (`trust.check_values`)."""
     try:
         blob = a["tokens"].tobytes()
-        modelcheck.check_values(a, len(blob))
+        if not checked:
+            trust.check_values(trust.of_numpy(a))
         vocab = SortedTokens(blob, a.get("offsets"))
         if len(vocab) != a["tf"].shape[1]:
             raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
@@ -364,12 +387,13 @@ def describe(err: BaseException) -> str:
 
 
 def load_mapped(path: str) -> Model | None:
-    """The model for scoring, from a memory map of the file; None when the file is not plain.
+    """The model for scoring, from a memory map of a file that passed `validated`; None
+    when the file is not plain.
 
     Reads the zip directory and the small arrays; the token blob, offsets and counts
-    stay in the page cache and are touched only where a lookup goes.  Headers, shapes
-    and values are checked as `load` checks them; anything unexpected (a compressed
-    member, an old file without offsets, signed counts) returns None for the full loader.
+    stay in the page cache and are touched only where a lookup goes.  Anything
+    unexpected (a compressed member, an old file without offsets, signed counts) returns
+    None for the full loader.
     """
     with open_model(path) as file:
         mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
@@ -391,9 +415,6 @@ def load_mapped(path: str) -> Model | None:
             start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
             if start + info.size > len(mm):
                 raise ModelError(f"{path}: damaged spamnb model ({k} runs past the end of the file)")
-            # A damaged file must fail, not score: every member's checksum is checked.
-            if zlib.crc32(memoryview(mm)[start : start + info.size]) != info.crc:
-                raise ModelError(f"{path}: damaged spamnb model (checksum of {k} does not match)")
             file.seek(start)
             try:
                 headers[k] = modelcheck.read_header(file, info.size)
@@ -418,7 +439,6 @@ def load_mapped(path: str) -> Model | None:
             return None  # signed counts: the full loader checks every one
         arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
         blob_size = headers["tokens"].shape[0]
-        modelcheck.check_values(arrays, blob_size)
         scoring = Scoring.from_json(str(arrays["scoring"][()]))
         return Model(
             tokens=TokenSettings.from_json(str(arrays["settings"][()])),

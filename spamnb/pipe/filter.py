@@ -113,7 +113,7 @@ def one_line(err: BaseException) -> str:
 def describe(err: BaseException) -> str:
     """One line: the message of an expected error, the type too of any other."""
     text = one_line(err)
-    if isinstance(err, (InputError, Stopped)) or type(err).__name__ in ("ModelError", "CutoffError"):
+    if isinstance(err, (InputError, Stopped, Relayed)) or type(err).__name__ in ("ModelError", "CutoffError"):
         return text
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
@@ -122,12 +122,71 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
     """The stamped message and its exit status; `reasons`: how many tokens the header names."""
     if not data:
         raise InputError("empty input: no message on stdin")
+    value, status = apart(verdict_of, model_path, data, cutoffs, reasons)
+    return headers.stamp(data, value), status
+
+
+def verdict_of(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None], reasons: int) -> tuple[str, int]:
+    """The verdict header's value and the exit status of one message."""
     # Imported here so that even a broken installation passes mail through.
     from spamnb.models import npzview
     from spamnb.pipe import onemessage
 
-    verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
-    return stamped(data, verdict), EXIT[verdict.verdict]
+    _, score, verdict, why, floor = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
+    return verdict_header(verdict, score, why, floor), EXIT[verdict]
+
+
+class Relayed(Exception):
+    """The one line of an error met in the scoring process (see `apart`)."""
+
+
+def apart(work, model_path: str | None, *args: object) -> tuple[str, int]:  # work -> (str, int); typing is off the start-up
+    """`work(model_path, *args)` run in a child process, its result or its error's line brought back.
+
+    The model is mapped: a file cut short under the map (`cp other.npz model.npz` while
+    mail comes in) kills its reader with SIGBUS, which no handler can turn into an
+    exception.  The child dies instead, and the mail goes out unchanged (fork: ~1 ms).
+    """
+    import os
+
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+    except OSError:  # no process to spare: score here, unguarded
+        return work(model_path, *args)
+    if pid == 0:  # the child: never returns, never flushes the parent's buffers
+        try:
+            os.close(r)
+            try:
+                value, status = work(model_path, *args)
+                reply = b"%d %s" % (status, value.encode("ascii"))
+            except BaseException as err:  # noqa: BLE001 - brought back as one line
+                reply = b"E " + describe(err).encode("utf-8", "replace")
+            view = memoryview(reply)
+            while view:
+                view = view[os.write(w, view) :]
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    try:
+        while chunk := os.read(r, READ_SIZE):
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        _, died = os.waitpid(pid, 0)
+    reply = b"".join(chunks)
+    if os.WIFSIGNALED(died) or not reply:
+        import signal
+
+        how = f"killed by {signal.Signals(os.WTERMSIG(died)).name}" if os.WIFSIGNALED(died) else "no verdict"
+        from spamnb.models import npzview
+
+        raise Relayed(f"{model_path or npzview.default_path()}: the model could not be read ({how}): was it written over in place? Replace a model by renaming a new file over it")
+    code, _, text = reply.partition(b" ")
+    if code == b"E":
+        raise Relayed(text.decode("utf-8", "replace"))
+    return text.decode("ascii"), int(code)
 
 
 def stamped(data: bytes, verdict: Verdict, more: Sequence[tuple[bytes, str]] = ()) -> bytes:

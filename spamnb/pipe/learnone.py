@@ -125,6 +125,7 @@ class Outcome:
         self.never: list[str] = []
         self.problems: list = []
         self.docs = [0, 0]
+        self.postponed = ""  # why folding the journal into the model waits for a later learn
 
 
 def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None, quiet: bool = False) -> int:
@@ -138,6 +139,8 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
         print(f"spamnb: {p.id}: {p.reason}", file=sys.stderr)
     for message_id in out.never:
         print(f"spamnb: {message_id}: never learnt, nothing to forget", file=sys.stderr)
+    if out.postponed:
+        print(f"spamnb: the messages are learnt (in the model's journal), but folding the journal into the model was postponed: {out.postponed}", file=sys.stderr)
     done = f"forgot {out.forgotten}" if forget else f"learnt {out.learnt}, moved {out.moved}"
     if not quiet or out.problems or out.never:  # as `train -q`: quiet unless something needs a look
         print(f"{model_path}: {done}, already known {out.already}; model holds {out.docs[1]} spam and {out.docs[0]} ham", file=sys.stderr)
@@ -205,7 +208,10 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
             for c, sign in entry.changes():
                 out.docs[c] = max(out.docs[c] + sign, 0)
         if size > journal.FOLD_SIZE:
-            fold(model_path)
+            try:
+                fold(model_path)
+            except npzview.ModelError as err:  # learnt all the same: the journal holds it, a later learn folds
+                out.postponed = str(err)
     return out
 
 

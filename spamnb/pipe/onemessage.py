@@ -15,7 +15,7 @@ from collections import Counter, namedtuple
 
 from spamnb.bayes import meta
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
-from spamnb.models import journal, npzview
+from spamnb.models import journal, npzview, trust
 from spamnb.models.npzview import ModelError
 from spamnb.models.scoring import Scoring
 from spamnb.text.tokens import Tokenizer, TokenSettings, field_numbers
@@ -29,7 +29,7 @@ HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
 # The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
 # holds these equal to theirs).
-DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01, "complement": 0.01}
+DEFAULT_ALPHA = trust.DEFAULT_ALPHA
 DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10, "complement": 10}
 FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
 MULTINOMIAL_BOOLEAN = True
@@ -37,7 +37,7 @@ COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINO
 DUPLICATE_STEP = (11, 10)
 # The weighting settings as they are when off (nb.Weighting).
 UNWEIGHTED = ("presence", False, "none")
-WEIGHT_SCALE = 1 << 32  # nb.WEIGHT_SCALE
+WEIGHT_SCALE = trust.WEIGHT_SCALE
 
 
 def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
@@ -102,17 +102,8 @@ class OneModel:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._mm, a = npzview.open_members(path, npzview.REQUIRED, ("offsets", "weighted", "weighted_totals", "meta"))
         try:
-            floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
-            if floats:
-                raise ValueError(f"{floats[0]} holds floats")  # npzview reads them only for the vocabulary's sums
-            fmt = a["format"].text()
-            if fmt != npzview.FORMAT:
-                raise ModelError(f"{path}: not a spamnb model (format {fmt[:40]!r})")
-            version = a["version"].scalar()
-            if version != npzview.VERSION:
-                raise ModelError(f"{path}: model format version {version}, this spamnb reads version {npzview.VERSION}; retrain")
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
@@ -124,8 +115,6 @@ class OneModel:
             tf, df, docs = a["tf"], a["df"], a["docs"]
             if tf.shape != (2, n) or df.shape != tf.shape or docs.shape != (2,):
                 raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {n} tokens")
-            if tf.kind != "u" or df.kind != "u":
-                raise ValueError("negative or signed counts")
             learnt, learnt_class = a["learnt"].shape, a["learnt_class"].shape
             if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
                 raise ValueError("learnt digests of the wrong shape")
@@ -140,8 +129,7 @@ class OneModel:
             self.weighted = self.weighted_sums(a, n) if self.weighting != UNWEIGHTED else None
             if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
                 raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
-            self.base_moments = moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
-            meta.Gaussians("gda", self.base_moments)  # checked as modelcheck checks them
+            self.base_moments = trust.moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
         except ModelError:
             raise
         except RecursionError as err:
@@ -420,7 +408,7 @@ class OneModel:
         pairs, x = [], []
         for i in known:
             c = counts[i]
-            f = math.log((1.0 + n) / (1.0 + c[2] + c[3])) + 1.0 if idf else 1.0  # type: ignore[index]
+            f = trust.smoothed_idf(n, c[2] + c[3]) if idf else 1.0  # type: ignore[index]
             pairs.append((f * (c[4] / WEIGHT_SCALE), f * (c[5] / WEIGHT_SCALE)))  # type: ignore[index]
             x.append(g[i] * f)
         totals = self.weighted[1]  # type: ignore[index]
@@ -500,18 +488,6 @@ class OneModel:
             denom = self.docs[c] + 2 * alpha
             out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
         return out
-
-
-def moments_of(array: npzview.Array) -> list[list[list[int]]]:
-    """A model's numeric features' moments (spamnb.bayes.meta), as nested lists."""
-    w = meta.WIDTH
-    if array.kind != "i" or array.shape != (2, w, w) or array.fortran:
-        raise ValueError(f"numeric features' moments of shape {array.shape}")
-    flat = list(array.items())
-    moments = [[flat[(c * w + i) * w : (c * w + i + 1) * w] for i in range(w)] for c in (0, 1)]
-    if any(m[i][i] < 0 for m in moments for i in range(w)):  # as modelcheck.check_values
-        raise ValueError("numeric features' moments of negative messages or squares")
-    return moments
 
 
 class Linear:
@@ -654,14 +630,14 @@ def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | Non
         full = model.model
         numeric: list[int] | None = [] if full.scoring.meta != "none" else None  # type: ignore[attr-defined]
         e = full.explain(model.tokenize(data, numeric), numeric)  # type: ignore[attr-defined, operator]
-        p = full.scoring.probability(e.log_odds)  # type: ignore[attr-defined]
+        p = trust.check_score(full.scoring.probability(e.log_odds))  # type: ignore[attr-defined]
         verdict, floor = full.scoring.with_cutoffs(*cutoffs).decide(p)  # type: ignore[attr-defined]
         return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor)
     numeric = [] if model.scoring.meta != "none" else None
     distinct = Counter(model.tokenizer()(data, numeric))
     shares = [0.0] * len(distinct) if reasons else None
     lo = model.log_odds_of(distinct, shares, numeric)
-    p = model.scoring.probability(lo)
+    p = trust.check_score(model.scoring.probability(lo))
     a, _ = model.scoring.calibration
     why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []
     verdict, floor = model.scoring.with_cutoffs(*cutoffs).decide(p)

@@ -18,6 +18,7 @@ from spamnb.bayes import meta, nb
 from spamnb.bayes.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
+from spamnb.models import trust
 from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.models.scoring import Decision
 from spamnb.run.parallel import ordered_map
@@ -350,7 +351,7 @@ def classify(
 def scored_batch(model: Model, batch: list[Item], odds: np.ndarray) -> Iterator[Scored | Problem]:
     """A batch's results in its order: each message's log-odds `odds` (in order) with P(spam)
     and verdict; each Problem in its place."""
-    scored = iter(zip(odds.tolist(), model.scoring.probabilities(odds).tolist(), strict=True))
+    scored = iter(zip(odds.tolist(), map(trust.check_score, model.scoring.probabilities(odds).tolist()), strict=True))
     for item in batch:
         if isinstance(item, Problem):
             yield item

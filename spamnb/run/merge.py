@@ -5,7 +5,7 @@ only its digest, not its counts, so taking the extra copies off needs the messag
 itself (`messages`): it is tokenised and forgotten from every model but the one whose
 copy is kept, exactly as `train --forget` would forget it.  Without the messages an
 overlap is refused rather than counted twice.  A model learnt before the digest left
-out the transport fields holds the older digest (`headers.legacy_digest`): a message
+out the transport fields holds an older digest (`headers.legacy_digests`): a message
 given is brought to the current digest in every model, so that its copies learnt
 under either count once; without the message the two digests cannot be matched.  A message learnt as spam in one model
 and ham in another is a conflict, refused unless `prefer` names the class to keep.
@@ -113,8 +113,10 @@ def shared_messages(models: Sequence[Model], items: Iterable[Item] | None, repor
         if isinstance(item, Problem):
             report.problems.append(item)
             continue
-        key, old = headers.digest(item.data, max_bytes), headers.legacy_digest(item.data, max_bytes)
-        if old != key and holders[old]:
+        key = headers.digest(item.data, max_bytes)
+        for old in headers.legacy_digests(item.data, max_bytes):
+            if old == key or not holders[old]:
+                continue
             for model in models:
                 if old in model.learnt and key not in model.learnt:
                     model.learnt[key] = model.learnt.pop(old)

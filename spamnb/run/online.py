@@ -185,9 +185,8 @@ def run(
                 continue
             before = model.learnt_class(key)
             if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
-                old = headers.legacy_digest(item.data, model.tokens.max_bytes)
-                if model.learnt_class(old) is not None:
-                    key, before = old, model.learnt_class(old)
+                key = headers.first_known(key, headers.legacy_digests(item.data, model.tokens.max_bytes), lambda k: model.learnt_class(k) is not None)
+                before = model.learnt_class(key)
             if before != cls:
                 model.learn(journal.Entry(key, before, cls, counts, numeric))
                 learnt += 1

@@ -33,7 +33,6 @@ INSTALL = "pip install 'spamnb[dask]'"
 # Files per task: long enough that the scheduler's cost per task does not count, short
 # enough to spread (under a second of a worker's CPU for mail of ordinary size).
 SHARD = 1000
-CONNECT_TIMEOUT = "10s"
 
 
 class ClusterError(ValueError):
@@ -88,11 +87,43 @@ def _connected(address: str, workers: int, processes: bool) -> Iterator[Client]:
             yield client
         return
     try:
-        client = Client(address, timeout=CONNECT_TIMEOUT)
+        client = answering_client(address)
     except (OSError, TimeoutError, ValueError) as err:
         raise ClusterError(f"--dask {address}: no Dask scheduler answers there ({err})") from err
+    except Exception as err:  # an HTTP server's reply read as a frame length (MemoryError), ucx:// without ucx (TypeError)
+        raise ClusterError(f"--dask {address}: no Dask scheduler answers there ({type(err).__name__}: {err})") from err
     with client:
         yield client
+
+
+def answering_client(address: str) -> Client:
+    """Client(address), or TimeoutError when the scheduler has not answered within Dask's
+    connect timeout (`distributed.comm.timeouts.connect`, 30 s unless set, e.g. by
+    DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s): against an endpoint that accepts TCP
+    and never answers, Client waited for ever.  The client is made in a thread given up on."""
+    import threading
+
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed import Client
+
+    within = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s")
+    made: dict[str, Any] = {}
+
+    def make() -> None:
+        try:
+            made["client"] = Client(address, timeout=within)
+        except BaseException as err:  # noqa: BLE001 - raised again in the caller's thread
+            made["error"] = err
+
+    thread = threading.Thread(target=make, name="spamnb-dask-connect", daemon=True)
+    thread.start()
+    thread.join(within + 1)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {within:g} s; DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT sets how long to wait")
+    if "error" in made:
+        raise made["error"]
+    return made["client"]
 
 
 Shard = list[tuple[Located, str] | Problem]
@@ -187,24 +218,24 @@ class Partial(NamedTuple):
     moments: np.ndarray
 
 
-def shard_keys(shard: Shard, max_bytes: int) -> list[tuple[str, bytes, bytes, int] | Problem]:
-    """Worker task, train's first pass: each message's id, digest, legacy digest and class (or its Problem)."""
+def shard_keys(shard: Shard, max_bytes: int) -> list[tuple[str, bytes, tuple[bytes, ...], int] | Problem]:
+    """Worker task, train's first pass: each message's id, digest, legacy digests and class (or its Problem)."""
     return [
         item if isinstance(item, Problem) else (item.id, *digests(item.data, max_bytes), classifier.class_of(item))
         for item in read_shard(shard, max_bytes)
     ]
 
 
-def digests(data: bytes, max_bytes: int) -> tuple[bytes, bytes]:
-    """A message's digest and its legacy one: which is learnt by is for the client to say
+def digests(data: bytes, max_bytes: int) -> tuple[bytes, tuple[bytes, ...]]:
+    """A message's digest and its legacy ones: which is learnt by is for the client to say
     (`headers.learnt_digest`, from what the model holds)."""
-    return headers.digest(data, max_bytes), headers.legacy_digest(data, max_bytes)
+    return headers.digest(data, max_bytes), headers.legacy_digests(data, max_bytes)
 
 
 def same_digest(data: bytes, key: bytes, max_bytes: int) -> bool:
-    """Whether `key` is one of the message's two digests, the legacy one made only if
+    """Whether `key` is one of the message's digests, the legacy ones made only if
     needed: pass 1 made both already, and digests are no small part of a worker's CPU."""
-    return key == headers.digest(data, max_bytes) or key == headers.legacy_digest(data, max_bytes)
+    return key == headers.digest(data, max_bytes) or key in headers.legacy_digests(data, max_bytes)
 
 
 def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], work: Work) -> Partial:
@@ -298,8 +329,8 @@ def learn(
             if isinstance(entry, Problem):
                 report.problems.append(entry)
                 continue
-            message_id, new, old, cls = entry
-            key = new if new in model.learnt or old not in model.learnt else old  # as headers.learnt_digest
+            message_id, new, olds, cls = entry
+            key = new if new in model.learnt else headers.first_known(new, olds, model.learnt.__contains__)
             changes = classifier.changes_of(model, report, message_id, cls, key, forget)
             for c, sign in changes:
                 plan.which.append(len(plan.picks))

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from itertools import count, pairwise
 
+from spamnb import compiled
 from spamnb.mail import headers as message_headers
 from spamnb.mail.lazy import Lazy
 from spamnb.mail.message import decode_header_value, iter_text_parts, parse_bounded
@@ -86,6 +87,12 @@ TokenFields = namedtuple(  # collections', not typing's: see `typing` above
 )
 
 
+# Bounds of what a model file may set: a token's length costs memory per message
+# ("max_len": 1e9 made a 1 GB string), and so does the part of a message read.
+MAX_TOKEN = 1000
+MAX_BYTES = 1 << 30
+
+
 class TokenSettings(TokenFields):
     """How messages become tokens; stored in the model file.
 
@@ -97,12 +104,15 @@ class TokenSettings(TokenFields):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> TokenSettings:
         self = super().__new__(cls, *args, **kwargs)
+        wrong = [k for k, v in self._asdict().items() if type(v) is not type(TokenFields._field_defaults[k])]
+        if wrong:
+            raise ValueError(f"tokeniser settings of the wrong type: {', '.join(wrong)}")
         if not 1 <= self.ngram <= 5:
             raise ValueError(f"ngram must be 1..5, not {self.ngram}")
-        if not 1 <= self.min_len <= self.max_len:
-            raise ValueError(f"need 1 <= min_len <= max_len, got {self.min_len}, {self.max_len}")
-        if self.max_bytes < 1024:
-            raise ValueError(f"max_bytes must be at least 1024, not {self.max_bytes}")
+        if not 1 <= self.min_len <= self.max_len <= MAX_TOKEN:
+            raise ValueError(f"need 1 <= min_len <= max_len <= {MAX_TOKEN}, got {self.min_len}, {self.max_len}")
+        if not 1024 <= self.max_bytes <= MAX_BYTES:
+            raise ValueError(f"max_bytes must be from 1024 to {MAX_BYTES:,}, not {self.max_bytes}")
         return self
 
     def replace(self, **changes: Any) -> TokenSettings:
@@ -161,7 +171,7 @@ WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ")
 def compiled_scanner() -> Any:
     """The compiled word scanner (spamnb/text/_ctokens.c), or None: where it was not built, or
     with SPAMNB_PURE set, the pure-Python path below, which gives the same tokens."""
-    if os.environ.get("SPAMNB_PURE"):
+    if compiled.SCANNER in compiled.interpreted():
         return None
     try:
         from spamnb.text import _ctokens

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""`make fuzz`: every compiled module against its own Python source, on many inputs, under a sanitizer.
+
+Imports spamnb from --build (make fuzz builds every extension of setup.py there with
+-fsanitize=address,undefined and runs this under libasan): the word scanner and the
+tokeniser, MIME reader and header rules compiled by Cython.  What they make of each input
+is compared with what their Python source makes of it in a process of its own
+(tests.interpreted, SPAMNB_PURE=1), on:
+  generated texts: letters of many scripts, joiners, NULs, surrogates, CJK, white space
+    and lines up to 1 MiB, with random length bounds, stopwords and case: their words;
+    and the scanner's prefix, on the text as the tokeniser gives it to the scanner;
+  corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
+    spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
+    one, charset and transfer encoding swapped): every output of tests.interpreted.observe
+    (tokens and numeric features under four settings, unstamped, digest, stamp);
+  the hostile mail of tests/test_hostile.py, the same way.
+Any difference is printed and the exit status is 1; a memory error aborts the run
+(ASAN_OPTIONS=abort_on_error=1).  Deterministic for a given --seed.
+
+    python bench/fuzz_compiled.py --build build/asan [--texts N] [--mutations N] [--seed S]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DEFAULT_INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index"))
+
+PIECES = [
+    "a", "Z", "q", "9", "0", "é", "ß", "İ", "\u0131", "Σ", "ς", "ǅ", "ﬁ", "٣", "²", "Ⅻ", "д", "Я", "ä", "\u00a0",
+    "中", "文", "日本", "ｶ", "한", "'", ".", "-", "_", " ", "\t", "\n", "\r", "\x00", "\udcff", "\ud800",
+    "\U0001f600", "\U00010400", "--", "..", "''", "http://x.example.com/", "=?utf-8?b?", "&amp;",
+]
+WORDS = ["the", "free", "money", "don't", "e-mail", "192.0.2.1", "example.com", "x" * 41, "y" * 200, "a.b-c'd"]
+BATCH = 500
+
+
+def random_text(rng: random.Random) -> str:
+    shape = rng.random()
+    if shape < 0.4:
+        return "".join(rng.choice(PIECES) for _ in range(rng.randrange(60)))
+    if shape < 0.7:
+        return " ".join(rng.choice(WORDS + PIECES) for _ in range(rng.randrange(40)))
+    if shape < 0.997:
+        return "".join(chr(rng.choice((rng.randrange(128), rng.randrange(256), rng.randrange(0x3000), rng.randrange(0x110000)))) for _ in range(rng.randrange(80)))
+    # A huge line (one in 300): a character or piece repeated, up to 1 Mi characters.
+    piece = rng.choice(PIECES + WORDS)
+    return piece * rng.randrange(1, (1 << 20) // len(piece))
+
+
+def batches(items: list, size: int = BATCH) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
+    """Tokenizer.words compiled and interpreted; and the scanner's prefix, on the text as words gives it to the scanner."""
+    from spamnb.text import tokens
+    from tests.interpreted import words
+
+    stop = tokens.stopword_set()
+    bad = done = 0
+    while done < n:
+        batch = []
+        for _ in range(min(BATCH, n - done)):
+            lo = rng.randint(1, 4)
+            options = {"min_len": lo, "max_len": rng.randint(max(lo, 2), 45), "stopwords": rng.random() < 0.3, "lowercase": rng.random() < 0.7}
+            batch.append((random_text(rng), options))
+        expected = reference("words", batch)  # type: ignore[operator]
+        for (text, options), want in zip(batch, expected, strict=True):
+            got = words(text, options)
+            prepared = text.lower() if options["lowercase"] else text
+            if not prepared.isascii() and tokens.CJK.search(prepared):
+                prepared = tokens.CJK.sub(lambda m: " " + tokens.cjk_bigrams(m.group()) + " ", prepared)
+            found = want[1] if want[0] == "returned" else []
+            kept = [w for w in found if not w.startswith("skip:")]
+            prefix = rng.choice(["subject:", "x-\u00e9:", "\udcff:", "中:"])
+            prefixed = tokens.SCANNER(prepared, options["min_len"], options["max_len"], stop if options["stopwords"] else None, prefix)
+            if got != want or prefixed != [prefix + w for w in kept] + found[len(kept) :]:
+                bad += 1
+                print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
+            done += 1
+    return bad
+
+
+def mutate(rng: random.Random, data: bytes, other: bytes) -> bytes:
+    kind = rng.randrange(7)
+    b = bytearray(data)
+    if kind == 0 and b:  # flip bytes
+        for _ in range(rng.randint(1, 20)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+    elif kind == 1 and b:  # cut
+        del b[rng.randrange(len(b)) :]
+    elif kind == 2:  # splice with another message
+        b = b[: rng.randrange(len(b) + 1)] + other[rng.randrange(len(other) + 1) :]
+    elif kind == 3:  # sprinkle NULs, 8-bit bytes and MIME pieces
+        for _ in range(rng.randint(1, 30)):
+            at = rng.randrange(len(b) + 1)
+            b[at:at] = rng.choice([b"\x00", b"\xff", b"\xc3", b"\xe4\xb8", b"=?", b"?=", b"\n--", b"=E9", b"<", b"\r"])
+    elif kind == 4:  # a line repeated into a huge one
+        lines = bytes(b).split(b"\n")
+        j = rng.randrange(len(lines))
+        lines[j] = lines[j] * rng.randint(2, max(2, (1 << 20) // (len(lines[j]) + 1)))
+        b = bytearray(b"\n".join(lines))
+    elif kind == 5:  # another charset or transfer encoding declared
+        swap = rng.choice([b"utf-16", b"shift_jis", b"iso-2022-jp", b"koi8-r", b"big5", b"x-bogus", b"utf-7"])
+        b = bytearray(bytes(b).replace(b"charset=", b"charset=" + swap + b";x=", 1).replace(b"7bit", rng.choice([b"base64", b"quoted-printable"]), 1))
+    else:  # the message as it is
+        pass
+    return bytes(b)
+
+
+def fuzz_messages(reference: object, named: list[tuple[str, bytes]]) -> int:
+    """tests.interpreted.observe, compiled and interpreted, on each message."""
+    from tests.interpreted import observe
+
+    bad = 0
+    for batch in batches(named, 50):
+        expected = reference("observe", [(data,) for _, data in batch])  # type: ignore[operator]
+        for (name, data), want in zip(batch, expected, strict=True):
+            if observe(data) != want:
+                bad += 1
+                print(f"  DIFFERENT {name}")
+    return bad
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", required=True, help="a build of the package whose extensions to test (built with a sanitizer)")
+    parser.add_argument("--texts", type=int, default=100_000)
+    parser.add_argument("--mutations", type=int, default=4, help="mutated copies of each corpus message")
+    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--index", default=DEFAULT_INDEX)
+    args = parser.parse_args()
+    sys.path[:0] = [os.path.abspath(args.build), REPO]
+    from spamnb import compiled
+    from spamnb.mail import headers, message
+    from spamnb.mail.sources import Message, read_index
+    from spamnb.text import tokens
+    from tests.interpreted import Interpreted
+    from tests.test_hostile import HOSTILE
+
+    built = [m.__name__ for m in (tokens, message, headers) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
+    if len(built) < 3 or tokens.SCANNER is None:
+        print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
+        return 1
+    rng = random.Random(args.seed)
+    with Interpreted() as reference:
+        start = time.perf_counter()
+        bad = fuzz_texts(reference, rng, args.texts)
+        print(f"generated texts: {args.texts:,}, {bad} differ ({time.perf_counter() - start:.0f} s)", flush=True)
+        corpus = [m.data for m in read_index(args.index) if isinstance(m, Message)] if os.path.isfile(args.index) else []
+        if not corpus:
+            print(f"no corpus at {args.index}: corpus-derived inputs skipped")
+        start = time.perf_counter()
+        mutated = [(f"corpus message #{i} mutated", mutate(rng, data, rng.choice(corpus))) for i, data in enumerate(corpus) for _ in range(args.mutations)]
+        bad_corpus = fuzz_messages(reference, mutated)
+        print(f"corpus-derived messages: {len(mutated):,} ({len(corpus):,} messages x {args.mutations}), {bad_corpus} differ ({time.perf_counter() - start:.0f} s)", flush=True)
+        start = time.perf_counter()
+        bad_hostile = fuzz_messages(reference, [(name, make()) for name, make in HOSTILE.items()])
+        print(f"hostile mail of the tests: {len(HOSTILE)}, {bad_hostile} differ ({time.perf_counter() - start:.0f} s)")
+    n = args.texts + len(mutated) + len(HOSTILE)
+    bad += bad_corpus + bad_hostile
+    print(f"{n:,} inputs, {bad} differences, no sanitizer finding (a finding aborts the run)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
