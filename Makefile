@@ -6,12 +6,20 @@ SPAMNB := $(BIN)/spamnb
 DEMO := demo-out
 SA_INDEX := ../shared/corpora/spamassassin/index
 
-.PHONY: install demo demo-steps test test-pure lint bench bench-imap accuracy small-data online fuzz clean
+.PHONY: runtime install demo demo-steps test test-pure lint bench bench-imap accuracy small-data online fuzz clean
+
+# `make demo` installs what a user runs: spamnb and its runtime (click, numpy, scipy, rich);
+# `install` (and so `make test`) adds the test tools and Dask to the same venv.
+runtime: $(VENV)/.runtime
+
+$(VENV)/.runtime: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -e . --config-settings editable_mode=compat
+	touch $@
 
 install: $(VENV)/.installed $(VENV)/.compiled
 
-$(VENV)/.installed: pyproject.toml setup.py
-	$(PYTHON) -m venv $(VENV)
+$(VENV)/.installed: $(VENV)/.runtime
 	$(BIN)/pip install -q -e '.[test,dask]' --config-settings editable_mode=compat
 	touch $@
 
@@ -26,7 +34,7 @@ $(VENV)/.compiled: $(VENV)/.installed $(COMPILED_SOURCES)
 # their mbox copies, evaluate 5-fold over their index (the Maildir copies), then classify six
 # messages the model never learnt and show each verdict's strongest reasons.
 # tests/test_demo.py runs demo-steps with the test's own spamnb.
-demo: install
+demo: runtime
 	@$(MAKE) --no-print-directory demo-steps
 
 demo-steps:

@@ -134,7 +134,7 @@ def synthetic_models(real_model: str, folder: str) -> tuple[str, str]:
     import numpy as np
 
     from spamnb.bayes import nb
-    from spamnb.bayes.features import Vocabulary
+    from spamnb.bayes.vocabulary import Vocabulary
     from spamnb.models import store
     from spamnb.models.model import Model
 

@@ -164,7 +164,7 @@ def shard_costs(index: str, model_path: str) -> None:
     for part in parts:
         cpu, keyed = timed(cluster.shard_keys, part, model.tokens.max_bytes)
         keys_cpu.append(cpu)
-        plan = cluster.Plan(list(range(len(keyed))), [k for _, k, _, _ in keyed], list(range(len(keyed))), [c for *_, c in keyed], [1] * len(keyed))
+        plan = cluster.Plan(list(range(len(keyed))), [k for _, k, _, _ in keyed], classifier.Changes(0, list(range(len(keyed))), [c for *_, c in keyed], [1] * len(keyed)))
         cpu, partial = timed(cluster.shard_counts, part, plan, 0, [], work)
         count_cpu.append(cpu)
         partials.append(partial)

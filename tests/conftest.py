@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 from spamnb import compiled
 from spamnb.bayes import nb
 from spamnb.bayes.events import Bernoulli, Linear
-from spamnb.bayes.features import Rows
+from spamnb.bayes.vocabulary import Rows
 from spamnb.mail.sources import Message
 from spamnb.run.classifier import counts_of as counts_of_rows
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from spamnb.bayes import events, nb
-from spamnb.bayes.features import Rows
+from spamnb.bayes.vocabulary import Rows
 from spamnb.models.model import Model, Scoring
 from spamnb.run import classifier
 from tests.conftest import count_rows, rows_of

@@ -327,10 +327,16 @@ def test_model_trained_on_one_class(tmp_path: Path, corpus: Corpus) -> None:
     assert_one_line_error(run_cli("eval", "--spam", corpus.spam_mbox, "--folds", "2"), "no ham")
 
 
-def test_changing_tokeniser_settings_of_a_trained_model(model: Path, corpus: Corpus) -> None:
-    result = run_cli("train", "-m", model, "--ngram", "2", "--spam", corpus.spam_mbox)
-    assert_one_line_error(result, "tokeniser settings")
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [(("--ngram", "2"), "tokeniser settings"), (("--stopwords",), "tokeniser settings"), (("--meta", "gaussian"), "--meta none"), (("--event", "multinomial", "--idf"), "--tf presence --no-idf --length-norm none")],
+)
+def test_what_a_trained_model_summed_its_counts_with_cannot_change(model: Path, corpus: Corpus, option: tuple[str, ...], named: str) -> None:
+    before = model.read_bytes()
+    result = run_cli("train", "-m", model, *option, "--spam", corpus.spam_mbox)
+    assert_one_line_error(result, f"trained with {named}", "cannot change now")
     assert result.exit_code == 2
+    assert model.read_bytes() == before
 
 
 def test_nothing_to_evaluate(tmp_path: Path) -> None:

@@ -234,7 +234,7 @@ def test_mail_changed_between_the_passes_is_an_error(tmp_path: Path, corpus: Cor
     files = write_files(tmp_path / "m", corpus.spam[:2])
     [part] = cluster.shards(sources.locate_source(str(tmp_path / "m"), "spam"))
     keyed = cluster.shard_keys(part, 1 << 20)
-    plan = cluster.Plan([0, 1], [k for _, k, _, _ in keyed], [0, 1], [1, 1], [1, 1])
+    plan = cluster.Plan([0, 1], [k for _, k, _, _ in keyed], classifier.Changes(0, [0, 1], [1, 1], [1, 1]))
     model = fresh()
     work = cluster.Work(classifier.Tokenise.of(model.tokens, model.scoring), 256, model.tokens.max_bytes)
     assert len(cluster.shard_counts(part, plan, 0, [], work).tokens) > 0

@@ -177,6 +177,8 @@ def test_the_floor_holds_back_only_the_default_and_says_so(floored: tuple[Path, 
     assert done.returncode == 0 and [r["score"] for r in given] == [r["score"] for r in rows]
     assert all(r["verdict"] == verdict(r["score"], 0.95, 0.1) and "ham_loss_floor" not in r for r in given)
     assert {r["id"] for r in given if r["verdict"] == "spam"} >= {r["id"] for r in under}
+    piped = [line.split("\t") for line in spamnb("classify", "-m", path, path.parent / "test").stdout.decode().splitlines()]
+    assert [f[3:] for f in piped] == [[f"floor={floor:.4f}"] if r in under else [] for r in rows]
 
 
 def test_the_pipe_says_when_the_floor_decided(floored: tuple[Path, float, list[dict]]) -> None:

@@ -181,3 +181,21 @@ def test_any_message_reads_back_as_the_server_stores_it(server: dovecot.Dovecot,
     monkeypatch.setenv("HOME", str(home))
     read = list(imap.read_folder(server.url("alice", folder), None, None, imap.Access(ca_file=str(server.ca_file))))
     assert [m.data for m in read] == [re.sub(rb"\r\n|\r|\n", b"\n", message)]
+
+
+@needs_dovecot
+def test_a_message_the_server_cannot_give_is_named_and_the_rest_are_read(server: dovecot.Dovecot, home: Path) -> None:
+    """Its file cut short on the server's disk, Dovecot hangs up sending it: the reader logs
+    in again, names that one (exit 1) and reads the others."""
+    with server.connect("alice") as client:
+        assert client.create("Broken")[0] == "OK"
+        for message in HAM[:3]:
+            assert client.append("Broken", None, None, message)[0] == "OK"
+    folder = server.users["alice"].maildir / ".Broken"
+    victim = next(p for sub in ("cur", "new") for p in (folder / sub).iterdir() if b"user12001@" in p.read_bytes())
+    with open(victim, "r+b") as f:
+        f.truncate(10)
+    done = spamnb(home, "train", "--dry-run", "--ca-file", server.ca_file, "--ham", server.url("alice", "Broken"))
+    assert done.returncode == 1, done.stderr
+    assert "/Broken;UIDVALIDITY=" in done.stderr and "hung up sending it" in done.stderr
+    assert "would learn 2" in done.stderr and "Traceback" not in done.stderr

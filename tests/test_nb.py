@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 
 from spamnb.bayes import events, nb
-from spamnb.bayes.features import Rows, Vocabulary, local_rows
+from spamnb.bayes.vocabulary import Rows, Vocabulary, local_rows
 from spamnb.mail.sources import Message
 from spamnb.models import store
 from spamnb.models.model import Model, Scoring
@@ -279,7 +279,7 @@ def dense_sums(model: nb.EventModel, table: np.ndarray, X: np.ndarray, keys: np.
     return x @ table
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(TOKEN_LISTS, st.sampled_from(sorted(events.EVENT_MODELS)), st.integers(0, 3))
 def test_scoring_is_the_dense_algebra_and_does_not_depend_on_the_chunking(token_lists: list[list[str]], event: str, seed: int) -> None:
     """EventModel.log_odds, the one scoring path: the event model's combining of the dense
@@ -332,7 +332,7 @@ def test_fisher_leaves_out_a_list_servers_fields(event: str) -> None:
         assert scored[1] < scored[0] - 0.1  # learnt from ham only
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 @given(TOKEN_LISTS, st.integers(0, 3))
 def test_fisher_by_field_is_the_same_however_the_fields_are_numbered(token_lists: list[list[str]], seed: int) -> None:
     """Only which tokens share a field counts: ids far apart (per (row, field) groups by a
@@ -534,7 +534,7 @@ def test_cross_validation_scores_a_fold_as_a_model_trained_without_it(event: str
 )
 def test_sorted_tokens_find_what_a_dictionary_finds(known: set[str], asked: list[str], landmarks: int) -> None:
     """The landmark-narrowed binary search over the blob finds each token's column, and -1 for the rest."""
-    from spamnb.bayes.features import SortedTokens
+    from spamnb.bayes.vocabulary import SortedTokens
 
     ordered = sorted(known, key=lambda t: t.encode())
     vocab = SortedTokens(b"\n".join(t.encode() for t in ordered))

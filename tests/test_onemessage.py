@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spamnb.bayes import events, nb
+from spamnb.bayes import events, formulas, nb
 from spamnb.bayes.chi2 import log_chi2_tails
 from spamnb.mail.sources import Message, read_source
 from spamnb.models import npzview, store
@@ -31,23 +31,21 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus" / "maildir"
 RELATIVE = 1e-9
 
 
-def test_the_event_models_parameters_are_nbs() -> None:
-    for name in events.EVENT_MODELS:
-        event = events.event_model(name)
-        assert onemessage.DEFAULT_ALPHA[name] == events.EVENT_MODELS[name].default_alpha == event.alpha
-        assert onemessage.DUPLICATE_MIN[name] == event.duplicate_min
-    fisher = events.Fisher()
-    assert (
-        fisher.x,
-        fisher.independence,
-        fisher.power,
-        fisher.mean_weight,
-    ) == (onemessage.FISHER_X, onemessage.FISHER_INDEPENDENCE, onemessage.FISHER_POWER, onemessage.FISHER_MEAN_WEIGHT)
-    assert events.Multinomial().boolean == onemessage.MULTINOMIAL_BOOLEAN == events.Complement().boolean
-    assert events.Complement().norm == onemessage.COMPLEMENT_NORM
-    assert onemessage.WEIGHT_SCALE == nb.WEIGHT_SCALE and tuple(nb.UNWEIGHTED) == onemessage.UNWEIGHTED
-    assert onemessage.DUPLICATE_STEP == nb.DUPLICATE_STEP
-    assert nb.bucket_edges().tolist() == onemessage.EDGES
+def test_batch_and_the_pipe_have_the_same_event_models() -> None:
+    """One registry: each batch event model is the formulas' class of its name, which the pipe scores with."""
+    assert set(events.EVENT_MODELS) == set(formulas.EVENTS)
+    for name, cls in events.EVENT_MODELS.items():
+        assert issubclass(cls, formulas.EVENTS[name])
+    assert nb.bucket_edges().tolist() == formulas.EDGES
+
+
+def test_an_event_model_without_its_formulas_is_refused() -> None:
+    class Other(events.Linear):
+        name = "other"
+
+    with pytest.raises(ValueError, match="unknown event model 'other'"):
+        events.register(Other)
+    assert "other" not in events.EVENT_MODELS
 
 
 def learnt(folder: Path, event: str, tokens: TokenSettings | None = None) -> tuple[Model, str]:
@@ -78,6 +76,31 @@ def test_every_sample_message_scores_as_batch_classify_scores_it(tmp_path: Path,
         assert (verdict.score, verdict.verdict) == (pytest.approx(scored.score, rel=RELATIVE, abs=1e-15), scored.verdict)
 
 
+class Laplace(formulas.Multinomial):
+    """An event model that is not spamnb's: the multinomial with Laplace's alpha."""
+
+    name = "laplace"
+    default_alpha = 1.0
+
+
+class LaplaceBatch(Laplace, events.Multinomial):
+    pass
+
+
+def test_the_pipe_scores_a_new_event_model_as_batch_classify_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registered once in formulas and once for batches, an event model is served by the pipe unchanged."""
+    monkeypatch.setitem(formulas.EVENTS, "laplace", Laplace)
+    monkeypatch.setitem(events.EVENT_MODELS, "laplace", LaplaceBatch)
+    model, path = learnt(tmp_path, "laplace")
+    assert model.scoring.event_model().alpha == 1.0
+    items = [*read_source(str(SAMPLE / "spam")), *read_source(str(SAMPLE / "ham"))][::5]
+    for item, scored in zip(items, classifier.classify(model, items), strict=True):
+        verdict = onemessage.score_message(path, item.data)
+        assert verdict.log_odds == pytest.approx(scored.log_odds, rel=RELATIVE, abs=1e-12), item.id
+    multinomial = onemessage.score_message(learnt(tmp_path, "multinomial")[1], items[0].data)
+    assert onemessage.score_message(path, items[0].data).log_odds != pytest.approx(multinomial.log_odds, rel=1e-3)
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Model, str]]:
     """A small model of each event model, from the sample's first messages of each class."""
@@ -106,9 +129,9 @@ def test_any_message_scores_as_batch_classify_scores_it(models: dict[str, tuple[
 
 @settings(max_examples=300, deadline=None)
 @given(chi=st.floats(0, 5000, allow_nan=False), n=st.integers(0, 600))
-def test_chi_square_tails_are_nbs(chi: float, n: int) -> None:
+def test_the_vectorised_chi_square_tails_are_the_scalar_ones(chi: float, n: int) -> None:
     log_q, log_p = log_chi2_tails(np.array([chi]), np.array([n]))
-    ours = onemessage.log_chi2_tails(chi, n)
+    ours = formulas.log_chi2_tails(chi, n)
     for mine, theirs in zip(ours, (log_q[0], log_p[0]), strict=True):
         if math.isinf(theirs):
             assert mine == theirs

@@ -104,7 +104,7 @@ def test_quick_start_runs(home: Path) -> None:
 
 def test_procmail_filter_command_stamps_and_exits_zero(home: Path) -> None:
     recipe = blocks("procmail")[0]
-    assert re.search(r"^SPAMNB=\$HOME/spamnb/\.venv/bin/spamnb$", recipe, re.M)
+    assert re.search(r"^SPAMNB=\$HOME/\.local/bin/spamnb$", recipe, re.M)
     pipe_lines = [line.lstrip("| ").strip() for line in recipe.splitlines() if line.startswith("|")]
     assert pipe_lines == ["$SPAMNB classify --pipe --exit-zero"]
     command = pipe_lines[0].replace("$SPAMNB", SPAMNB)
@@ -204,7 +204,7 @@ def test_cutoff_examples_run_as_described(home: Path) -> None:
 
 
 # The README's recipes name spamnb by this full path; the tests put this venv's in its place.
-README_SPAMNB = "$HOME/spamnb/.venv/bin/spamnb"
+README_SPAMNB = "$HOME/.local/bin/spamnb"
 SPAMNB = str(Path(sys.executable).parent / "spamnb")
 PROCMAIL = shutil.which("procmail")
 # .ci/run sets SPAMNB_NEED_PROCMAIL=1 (and installs procmail): there a missing procmail fails.
@@ -293,3 +293,17 @@ def test_procmail_recipe_delivers_when_the_filter_fails(mailhome: tuple[Path, li
     assert b"failure" in done.stderr  # procmail says so, and delivers all the same
     [[inbox]] = delivered(home).values()
     assert inbox.rstrip(b"\n") == message.rstrip(b"\n") and (home / "Mail/INBOX/new").is_dir()
+
+
+def test_the_readmes_dump_and_restore_move_the_model(home: Path) -> None:
+    assert run(f"{SPAMNB} -q train --spam ~/Mail/Spam --ham ~/Mail/INBOX/cur", home).returncode == 0
+    lines = commands(section("Dump and restore"))
+    assert [line.split()[1] for line in lines] == ["dump", "restore"]
+    for line in lines:
+        done = run(line, home)
+        assert done.returncode == 0, (line, done.stderr.decode())
+    import numpy as np
+
+    with np.load(home / ".local/share/spamnb/model.npz") as dumped, np.load(home / "moved/model.npz") as restored:
+        assert dumped.files == restored.files
+        assert all(np.array_equal(dumped[k], restored[k]) and dumped[k].dtype == restored[k].dtype for k in dumped.files)

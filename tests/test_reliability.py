@@ -31,7 +31,7 @@ from hypothesis import example, given, settings
 from spamnb.cli import commands as cli_module
 from spamnb.mail import headers, sources
 from spamnb.mail.sources import Message, Problem
-from spamnb.models import journal, store
+from spamnb.models import journal, lock, store
 from spamnb.pipe import filter as pipe
 from spamnb.pipe import learnone
 from spamnb.text.tokens import Tokenizer, TokenSettings
@@ -482,7 +482,7 @@ def test_a_busy_lock_is_said_once_and_train_wait_gives_up(model: Path, tmp_path:
         pytest.skip(f"no console script at {SPAMNB}")
     path = own_model(tmp_path, model, uid=os.getuid(), mode=0o600)
     box = a_folder(tmp_path)
-    with store.locked(str(path)):
+    with lock.locked(str(path)):
         # On main: blocked for ever, with nothing said.
         for src in (one_message(tmp_path), box):
             done = spamnb("train", "-m", path, "--wait", "0.5", "--spam", src)

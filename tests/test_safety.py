@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import Result
 
-from spamnb.models import store
+from spamnb.models import lock, store
 from tests.conftest import ENVELOPE, make_mail, run_cli
 from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, assert_failed_open, run_console, run_pipe, small_model
 
@@ -165,7 +165,7 @@ import sys
 import numpy as np
 from spamnb.bayes import nb
 from spamnb.models import store
-from spamnb.bayes.features import SortedTokens
+from spamnb.bayes.vocabulary import SortedTokens
 from spamnb.models.model import Model
 
 path, n = sys.argv[1], int(sys.argv[2])
@@ -201,7 +201,7 @@ def test_kill_9_during_a_save_leaves_a_loadable_model(tmp_path: Path) -> None:
     # never another model's save in progress.
     (tmp_path / ".model.npz.spamnb-stale.tmp").write_bytes(b"half a model")
     (tmp_path / ".other.npz.spamnb-busy.tmp").write_bytes(b"another model's save")
-    with store.locked(str(path)):
+    with lock.locked(str(path)):
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.npz.spamnb-busy.tmp", "model.npz", "model.npz.lock"]
 

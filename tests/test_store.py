@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spamnb.mail.sources import Message
-from spamnb.models import store
+from spamnb.models import lock, store
 from spamnb.models.model import Model, Scoring
 from spamnb.models.store import ModelError
 from spamnb.run import classifier
@@ -246,7 +246,7 @@ def test_lock_serialises_learners(tmp_path: Path) -> None:
     import fcntl
 
     path = str(tmp_path / "model.npz")
-    with store.locked(path), open(path + ".lock") as other, pytest.raises(BlockingIOError):
+    with lock.locked(path), open(path + ".lock") as other, pytest.raises(BlockingIOError):
         fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     with open(path + ".lock") as other:
         fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -1,5 +1,6 @@
-"""Tails of the chi-square distribution with even degrees of freedom, in logs, numpy only:
-what Fisher's method of combining (events.Fisher) needs, far into both tails."""
+"""Tails of the chi-square distribution with even degrees of freedom, in logs, over arrays:
+`formulas.log_chi2_tails` (what Fisher's method of combining needs, far into both tails)
+vectorised for batches, held equal to it by tests."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,12 +26,7 @@ CHI2_BLOCK = 1 << 17
 
 
 def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = CHI2_BLOCK) -> tuple[np.ndarray, np.ndarray]:
-    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi.
-
-    For even degrees of freedom Q = e^-m sum_{i<n} m^i / i! with m = chi / 2 (exact, a
-    finite sum, here in logs); P = 1 - Q, or where Q > 1/2 and so P may be tiny, the
-    series e^-m sum_{i>=n} m^i / i!, whose terms shrink once i > m.  numpy only.
-    """
+    """`formulas.log_chi2_tails` of each chi with its n, in blocks of rows of similar n."""
     chi = np.asarray(chi, dtype=np.float64)
     n = np.asarray(n, dtype=np.int64)
     log_q = np.zeros(chi.shape)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cache
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from spamnb.bayes.features import Rows
+from spamnb.bayes import formulas
+from spamnb.bayes.formulas import DUPLICATE_MIN, DUPLICATE_STEP, HAM, SPAM, WEIGHT_SCALE
+from spamnb.bayes.vocabulary import Rows
 
-HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
 
 
@@ -70,14 +71,10 @@ class Weighting(NamedTuple):
 
     def idf_of(self, counts: Counts) -> np.ndarray:
         """scikit-learn's smoothed idf, ln((1 + n) / (1 + df)) + 1, from both classes' message frequencies."""
-        return np.log((1.0 + counts.docs.sum()) / (1.0 + counts.df.sum(axis=0))) + 1.0
+        return formulas.idf(np, counts.docs.sum(), counts.df.sum(axis=0))
 
 
 UNWEIGHTED = Weighting()
-# Learnt weights are counted in units of 2**-32 (`Weighting.fixed`): a weight of 1/sqrt(k) for a
-# message of k distinct tokens keeps ~9 significant digits, and a token's sum stays below 2**63
-# up to ~10**8 messages of weight up to 14 (log(1 + 10**6 occurrences)).
-WEIGHT_SCALE = 1 << 32
 TERM_FREQUENCIES = ("presence", "log")
 NORMS = ("none", "l2")
 
@@ -198,7 +195,7 @@ class Pruning(NamedTuple):
 
 def class_log_prior(counts: Counts) -> np.ndarray:
     with np.errstate(divide="ignore"):
-        return np.log(counts.docs) - np.log(counts.docs.sum())
+        return formulas.log_prior(np, counts.docs, counts.docs.sum())
 
 
 def check_trained(counts: Counts) -> None:
@@ -207,41 +204,22 @@ def check_trained(counts: Counts) -> None:
         raise ValueError(f"the model has no {' and no '.join(missing)} messages yet: train it on both classes")
 
 
-# Tokens learnt from the same numbers of ham and of spam messages (within about a tenth,
-# `count_buckets`), this many or more, are one piece of evidence where a message holds
-# several of them: a mailing list's List-* words, a relay named in Received, Return-Path
-# and Message-ID.  Counted once each, they stop outvoting the body (Fisher 1-AUC 0.0318%
-# -> 0.0243% when introduced).  Each event model says its own (`duplicate_min`).  The
-# measurements: docs/measurements.md.
-DUPLICATE_MIN = 10
-DUPLICATE_STEP = (11, 10)  # bucket edges at ceil((11/10)^k)
-
-
 @cache
 def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> np.ndarray:
-    """The distinct ceil((a/b)^k), k = 0, 1, ..., up to `top`, in exact integer arithmetic
-    (so that a count's bucket never depends on a platform's logarithm)."""
-    a, b = step
-    num, den, edges = 1, 1, [1]  # (a/b)^k = num / den
-    while edges[-1] < top:
-        num, den = num * a, den * b
-        edge = -(-num // den)
-        if edge > edges[-1]:
-            edges.append(edge)
-    return np.array(edges, dtype=np.int64)
+    """`formulas.bucket_edges` as an array."""
+    return np.array(formulas.bucket_edges(step, top), dtype=np.int64)
 
 
 def count_buckets(counts: np.ndarray) -> np.ndarray:
-    """Each message count's bucket: 0 for 0, and from 1 up one per edge of `bucket_edges`,
-    so every count below about ten has a bucket of its own and larger ones share theirs
-    with counts within about a tenth of them."""
+    """Each message count's `formulas.bucket`, over arrays."""
     return np.searchsorted(bucket_edges(), counts, side="right")
 
 
 def duplicate_keys(counts: Counts, cols: np.ndarray | None = None, least: int = DUPLICATE_MIN) -> np.ndarray:
     """Per token, a key (0, 1, ...) that the tokens of the same buckets (`count_buckets`) of
     ham and of spam message counts share, if they are `least` or more in all; -1 (a token
-    on its own) for the rest, or for all if `least` is 0."""
+    on its own) for the rest, or for all if `least` is 0 (`formulas.duplicate_shares` of one
+    message, with `duplicate_shares`)."""
     df = counts.df if cols is None else counts.df[:, cols]
     keys = np.full(df.shape[1], -1, np.int64)
     keyed = (df.sum(axis=0) >= least) & (least > 0)
@@ -310,8 +288,9 @@ class Entries(NamedTuple):
     unknown_fields: np.ndarray | None
 
 
-class EventModel(ABC):
-    """The contract of an event model, as scikit-learn's `_BaseDiscreteNB` names its hooks.
+class EventModel(formulas.Event, ABC):
+    """The batch side of an event model (`formulas.Event`, whose parameters and formulas it
+    runs over arrays), as scikit-learn's `_BaseDiscreteNB` names its hooks.
 
     Every event model smooths and scores the same `Counts`.  It implements:
 
@@ -327,29 +306,13 @@ class EventModel(ABC):
       `unknown_row` (what an unknown token adds to the sums: by default nothing) and
       `log_odds` (the template below, for a model that scores fields apart).
 
-    Class attributes say what the pipeline may rely on: `name` (its `--event` value),
-    `default_alpha`, `per_token` (a token's table row depends only on its own counts and
-    the class totals, so a table of some columns needs only their counts), `by_field`
-    (scoring needs each entry's header field) and `duplicate_min` (see DUPLICATE_MIN).
-    Register a new model with `spamnb.bayes.events.register`; nothing else need change.
+    A new event model is a class of `spamnb.bayes.formulas` (registered there: the pipe
+    scores with it) and its batch side here, registered with `spamnb.bayes.events.register`.
     """
 
-    name: ClassVar[str]
-    default_alpha: ClassVar[float] = 0.01
-    per_token: ClassVar[bool] = False
-    by_field: ClassVar[bool] = False
-    duplicate_min: ClassVar[int] = DUPLICATE_MIN
     # How learnt messages are transformed before they are counted (`Counts.weighted`): none
     # but for the occurrence models given one.
     weighting: Weighting = UNWEIGHTED
-
-    def __init__(self, alpha: float | None = None) -> None:
-        self.alpha = self.default_alpha if alpha is None else alpha
-        if not self.alpha > 0:
-            raise ValueError(f"alpha must be positive, not {self.alpha}")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(alpha={self.alpha})"
 
     @abstractmethod
     def table(self, counts: Counts, cols: np.ndarray | None = None) -> tuple[np.ndarray, float]: ...

@@ -367,28 +367,21 @@ def model_options(fn: F) -> F:
 
 def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
     """Tokeniser and scoring settings (cut-offs included): the options given, over a model's (or the defaults)."""
-    from spamnb.models.model import Scoring
+    from spamnb.models.model import Scoring, summed_with
     from spamnb.text.tokens import TokenSettings
 
     tokens = base.tokens if base is not None else TokenSettings()
     scoring = base.scoring if base is not None else Scoring()
     token_changes = {k: v for k, v in {"ngram": options.ngram, "stopwords": options.stopwords}.items() if v is not None}
-    if base is not None and token_changes and tokens.replace(**token_changes) != tokens:
-        raise Failure(
-            f"the model was trained with tokeniser settings {tokens.to_json()}; "
-            "they cannot change now (train a new model instead)",
-            code=2,
-        )
-    tokens = tokens.replace(**token_changes)
     asked = {"event": options.event, "alpha": options.alpha, "tf": options.tf, "idf": options.idf, "length_norm": options.length_norm, "meta": options.meta}
     scoring_changes = {k: v for k, v in asked.items() if v is not None}
     weighting = scoring._replace(**scoring_changes).weighting()
-    if base is not None and weighting != scoring.weighting():
-        # The learnt messages were summed with their own transform, which they are not kept to redo.
-        raise Failure(f"the model was trained with {scoring.weighting().as_options()}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
-    if base is not None and options.meta is not None and options.meta != scoring.meta:
-        # The moments of the mail learnt without the features are not in the model.
-        raise Failure(f"the model was trained with --meta {scoring.meta}; it cannot change now (train a new model instead)", code=EXIT_USAGE)
+    if base is not None:
+        now = summed_with(tokens.replace(**token_changes), scoring._replace(**scoring_changes))
+        for trained, asked_for in zip(summed_with(tokens, scoring), now, strict=True):
+            if trained != asked_for:
+                raise Failure(f"the model was trained with {trained}; this cannot change now (train a new model instead)", code=EXIT_USAGE)
+    tokens = tokens.replace(**token_changes)
     try:
         changed = scoring.replace(**scoring_changes)
     except ValueError as err:
@@ -433,6 +426,33 @@ def warn_empty(src: str) -> None:
     warn(f"{src}: no mail in it")
 
 
+def not_mail_skipped(message: Any) -> Any:
+    from spamnb.mail.sources import NOT_LEARNT, Problem
+
+    return Problem(message.id, NOT_LEARNT, message.label)
+
+
+def not_mail_learnt(message: Any) -> Any:
+    from spamnb.mail.sources import NOT_MAIL
+
+    warn(f"{message.id}: {NOT_MAIL}: learnt as it is (--force)")
+    return message
+
+
+def not_mail_scored(message: Any) -> Any:
+    from spamnb.mail.sources import NOT_MAIL
+
+    warn(f"{message.id}: {NOT_MAIL}: scored as it is")
+    return message
+
+
+def index_total(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> int | None:
+    """The messages a progress bar expects: an index's files, when it is the only source."""
+    from spamnb.mail.sources import index_length
+
+    return index_length(index) if index is not None and not spam and not ham else None
+
+
 def notice(text: str) -> None:
     click.echo(f"spamnb: {text}", err=True)
 
@@ -450,6 +470,7 @@ def report_problems(problems: Iterable[Any]) -> int:
 @labelled_options
 @click.option("--forget", is_flag=True, help="Undo the learning of these messages.")
 @click.option("--dry-run", is_flag=True, help="Say what would be learnt, moved and forgotten; change nothing.")
+@click.option("--force", is_flag=True, help="Learn files with no header block too (not mail: skipped without it, exit 1).")
 @click.option(
     "--wait", type=click.FloatRange(0), default=None, metavar="SECONDS",
     help="Give up (exit 3) when another learner holds the model's lock this long. [default: wait as long as it takes, saying so after 2 s]",
@@ -469,6 +490,7 @@ def train(
     index: str | None,
     forget: bool,
     dry_run: bool,
+    force: bool,
     wait: float | None,
     options: ModelOptions,
     jobs: int,
@@ -484,7 +506,7 @@ def train(
 
     from spamnb.cli.progress import progress_bar
     from spamnb.mail import sources
-    from spamnb.models import store
+    from spamnb.models import lock, store
     from spamnb.run import classifier
 
     need_labelled(spam, ham, index)
@@ -496,7 +518,7 @@ def train(
     if not os.path.exists(model_path):
         settings_from(options)  # a usage error first: no lock file is left for a model never made
     # A dry run saves nothing, so it takes no lock (and makes no lock file beside a new model).
-    with contextlib.nullcontext() if dry_run else store.locked(model_path, wait, notice):
+    with contextlib.nullcontext() if dry_run else lock.locked(model_path, wait, notice):
         if os.path.exists(model_path):
             model = store.load(model_path)
             # The cut-offs given are stored in the model: every later classify and --pipe uses them.
@@ -505,9 +527,10 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(options))
-        with progress_bar("learning", ctx.obj["quiet"]) as advance:
+        with progress_bar("learning", ctx.obj["quiet"], index_total(spam, ham, index)) as advance:
             if dask_address is None:
                 items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty, access=access)
+                items = sources.screened(items, not_mail_learnt if force else not_mail_skipped)
                 result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
             else:
                 located = sources.locate_labelled(spam, ham, index)
@@ -625,7 +648,7 @@ def classify_batch(
     write = sys.stdout.write
     with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
         if dask_address is None:
-            items = src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access)
+            items = src.screened(src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access), not_mail_scored)
             if to_terminal:
                 items = report.noting_heads(items, heads)
             results = classifier.classify(model, items, progress=advance, jobs=jobs)
@@ -647,7 +670,8 @@ def classify_batch(
     if rows:
         out = report.console()
         out.print(report.scored_table(rows, heads, out.width))
-        out.print(report.verdict_counts(rows))
+        if not ctx.obj["quiet"]:
+            out.print(report.verdict_counts(rows))
     if bad:
         ctx.exit(EXIT_PARTIAL)
 
@@ -698,7 +722,11 @@ def evaluate(
     dask_address: str | None,
     access: Any,
 ) -> None:
-    """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail."""
+    """Measure accuracy: k-fold cross-validation, or a trained model (-m) against labelled mail.
+
+    Its tables are its output (--json: one object), on stdout; -q turns off the
+    progress bar only.
+    """
     import numpy as np
 
     from spamnb.cli import report
@@ -726,7 +754,7 @@ def evaluate(
             raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
     learnt = None
     client = None
-    with progress_bar("evaluating", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
+    with progress_bar("evaluating", ctx.obj["quiet"], index_total(spam, ham, index)) as advance, contextlib.ExitStack() as stack:
         if dask_address is not None:
             from spamnb.scale import cluster
 
@@ -818,7 +846,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     import os
 
     from spamnb.mail import sources
-    from spamnb.models import store
+    from spamnb.models import lock, store
     from spamnb.run import classifier
     from spamnb.run import merge as merging
 
@@ -827,7 +855,7 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
     if len(set(real)) < len(real):
         raise click.UsageError("a model file is named twice; each can be merged once")
     parts = [store.load(p) for p in others]
-    with store.locked(model_path, notice=notice):
+    with lock.locked(model_path, notice=notice):
         if os.path.exists(model_path):
             target = store.load(model_path, growable=True)
         else:
@@ -947,6 +975,53 @@ def serve(
         sys.exit(status)
 
 
+@cli.command(epilog="\b\nExamples:\n  spamnb dump > model.txt\n  spamnb dump -m model.npz backup.txt\n\n\b\nExit status:\n  0    done\n  2    usage error\n  3    the model cannot be used, or FILE not written\n  130  interrupted (Ctrl-C)")
+@model_option()
+@click.argument("out", required=False, type=click.Path(), metavar="[FILE]")
+@quiet_option
+@guarded
+def dump(model_path: str, out: str | None) -> None:
+    """Write MODEL as text to FILE (or stdout): its counts, settings and learnt messages'
+    digests, its journal's changes included.  `spamnb restore` makes the model again, on
+    any machine and later versions of spamnb: for backups and moving a model."""
+    from spamnb.models import dump as text
+    from spamnb.models import store
+
+    model = store.load(model_path)
+    if out is None:
+        text.dump(model, sys.stdout.buffer)
+        return
+    with open(out, "wb") as file:
+        text.dump(model, file)
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb restore < model.txt\n  spamnb restore -m model.npz backup.txt\n\n\b\nExit status:\n  0    done\n  2    usage error\n  3    FILE is no dump, or MODEL exists or cannot be written\n  130  interrupted (Ctrl-C)")
+@model_option()
+@click.argument("src", required=False, default="-", type=click.Path(), metavar="[FILE]")
+@quiet_option
+@click.pass_context
+@guarded
+def restore(ctx: click.Context, model_path: str, src: str) -> None:
+    """Make MODEL from the text `spamnb dump` wrote, read from FILE (or stdin).  MODEL
+    must not exist yet: move it aside first."""
+    import os
+
+    from spamnb.models import dump as text
+    from spamnb.models import lock, store
+
+    if src == "-":
+        model = text.restore(sys.stdin.buffer, "stdin")
+    else:
+        with open(src, "rb") as file:
+            model = text.restore(file, src)
+    with lock.locked(model_path, notice=notice):
+        if os.path.exists(model_path):
+            raise Failure(f"{model_path} exists: restore makes a new model (move it aside first)")
+        store.save(model, model_path)
+    if not ctx.obj["quiet"]:
+        click.echo(f"{model_path}: restored; model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham", err=True)
+
+
 @cli.command(
     name="imap-filter",
     epilog="\b\nExamples:\n  spamnb imap-filter imaps://me@mail.example.org/INBOX --spam-folder Junk\n"
@@ -979,7 +1054,8 @@ def imap_filter(
     """Move the spam among the new messages of an IMAP folder, URL (imaps://USER@HOST/FOLDER
     or imap:// with STARTTLS), to --spam-folder.
 
-    One line per message moved (ID, verdict, P(spam), folder).  The last message seen per
+    One line per message moved: classify's (ID, verdict, P(spam), and floor=P where the
+    ham-loss floor decided), then to=FOLDER.  The last message seen per
     folder is kept in MODEL.imap-state.json: a re-run scores only mail that came since.
     """
     from spamnb.cli import report
@@ -991,7 +1067,7 @@ def imap_filter(
 
     def told(result: Any, target: str | None) -> None:
         if target is not None:
-            sys.stdout.write(f"{report.scored_tsv(result)}\t{target}\n")
+            sys.stdout.write(f"{report.scored_tsv(result)}\tto={target}\n")
 
     state = None if dry_run else imapfilter.state_path(model_path)
     outcome = imapfilter.filter_folder(model, url, spam_folder, unsure_folder, access, state, dry_run, told)

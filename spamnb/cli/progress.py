@@ -11,8 +11,9 @@ def stderr_is_terminal() -> bool:
 
 
 @contextlib.contextmanager
-def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int], None]]:
-    """Yield `advance(n)`; draws nothing when quiet or when stderr is not a terminal."""
+def progress_bar(what: str, quiet: bool = False, total: int | None = None) -> Iterator[Callable[[int], None]]:
+    """Yield `advance(n)`; draws nothing when quiet or when stderr is not a terminal.
+    `total`: the messages expected, when known (an index's files), else the bar counts up."""
     if quiet or not stderr_is_terminal():
         yield lambda n: None
         return
@@ -28,7 +29,7 @@ def progress_bar(what: str, quiet: bool = False) -> Iterator[Callable[[int], Non
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=Console(stderr=True, force_terminal=True), transient=True) as progress:
-        task = progress.add_task(what, total=None, rate="")
+        task = progress.add_task(what, total=total, rate="")
 
         def advance(n: int) -> None:
             progress.advance(task, n)

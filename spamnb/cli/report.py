@@ -40,7 +40,8 @@ def scored_json(s: Scored) -> str:
 
 
 def scored_tsv(s: Scored) -> str:
-    return f"{s.id}\t{s.verdict}\t{s.score:.4f}"
+    """`id<TAB>verdict<TAB>score`, and `<TAB>floor=P` where the ham-loss floor decided the verdict."""
+    return f"{s.id}\t{s.verdict}\t{s.score:.4f}" + ("" if s.floor is None else f"\tfloor={s.floor:.4f}")
 
 
 def scored_table(rows: Sequence[Scored], heads: dict[str, tuple[str, str]] | None = None, width: int = 80) -> Table:

@@ -24,6 +24,16 @@ VERDICT_LINE = re.compile(rb"^" + VERDICT_NAME + rb"[ \t]*:.*(?:\r?\n[ \t].*)*(?
 HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]*:|[ \t]|From ")
 
 
+# Where mail starts: an envelope line may come first, then a header field (a name of
+# printable ASCII but the colon, then the colon).  A program, a picture or a note has none.
+MAIL_START = re.compile(rb"(?:From [^\n]*\n)?[\x21-\x39\x3b-\x7e]+[ \t]*:")
+
+
+def has_header_block(data: bytes) -> bool:
+    """Whether `data` starts as mail does, with a header block (after any envelope line)."""
+    return MAIL_START.match(data) is not None
+
+
 # A CR not followed by LF: Python's email parser ends a line there too (its NLCRE), so
 # mail written with CR line ends (old Macs, some gateways) has its header block end at
 # CR CR.  The functions here read such mail through `lf_view`, where each bare CR is an

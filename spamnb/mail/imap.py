@@ -273,25 +273,77 @@ def fetch(client: imaplib.IMAP4, uids: list[int], cap: int | None) -> dict[int, 
     return found
 
 
+# The server hung up (Dovecot does when a message's file is broken mid-FETCH).
+DROPPED = (OSError, imaplib.IMAP4.abort, EOFError)
+# Logins again after the server hung up, in one run: a server that hangs up on every
+# message stops the run instead of being asked for ever.
+MAX_RECONNECTS = 20
+
+
+class Session:
+    """The folder's login, made again when the server hangs up on a broken message."""
+
+    def __init__(self, where: Location, access: Access, readonly: bool) -> None:
+        self.where, self.access, self.readonly = where, access, readonly
+        self.reconnects = 0
+        self.stack = contextlib.ExitStack()
+        self.client, self.uidvalidity = self.stack.enter_context(connected(where, access, readonly))
+
+    def reconnect(self) -> None:
+        self.stack.close()
+        if self.reconnects >= MAX_RECONNECTS:
+            raise SourceError(f"{self.where}: the server hung up {MAX_RECONNECTS} times; stopped")
+        self.reconnects += 1
+        self.stack = contextlib.ExitStack()
+        self.client, uidvalidity = self.stack.enter_context(connected(self.where, self.access, self.readonly))
+        if uidvalidity != self.uidvalidity:
+            raise SourceError(f"{self.where}: the folder's UIDVALIDITY changed during the run; run again")
+
+    def close(self) -> None:
+        self.stack.close()
+
+
+def fetch_surviving(session: Session, batch: list[int], cap: int | None) -> tuple[dict[int, bytes], dict[int, str]]:
+    """The batch's messages, and why each one the server would not give failed.  One
+    broken message fails the whole FETCH (a NO, or the server hangs up): then each is
+    asked for alone, so the rest are still read."""
+    try:
+        return fetch(session.client, batch, cap), {}
+    except DROPPED:
+        session.reconnect()
+    except imaplib.IMAP4.error:
+        pass
+    found: dict[int, bytes] = {}
+    failed: dict[int, str] = {}
+    for uid in batch:
+        try:
+            found.update(fetch(session.client, [uid], cap))
+        except DROPPED:
+            failed[uid] = "the server hung up sending it (a broken message file?)"
+            session.reconnect()
+        except imaplib.IMAP4.error as err:
+            failed[uid] = f"the server refused it ({err})"
+    return found, failed
+
+
 def read_folder(url: str, label: str | None = None, max_bytes: int | None = None, access: Access | None = None) -> Iterator[Item]:
     """Every message of an IMAP folder, in UID order; the connection is made (and a bad
     URL, login or folder raised as SourceError) before the first message is asked for."""
-    where = parse_url(url)
-    session = contextlib.ExitStack()
-    client, uidvalidity = session.enter_context(connected(where, access or Access(), readonly=True))
-    return stream(session, client, where, uidvalidity, label, read_cap(max_bytes))
+    session = Session(parse_url(url), access or Access(), readonly=True)
+    return stream(session, label, read_cap(max_bytes))
 
 
-def stream(session: contextlib.ExitStack, client: imaplib.IMAP4, where: Location, uidvalidity: int, label: str | None, cap: int | None) -> Iterator[Item]:
-    with session:
+def stream(session: Session, label: str | None, cap: int | None) -> Iterator[Item]:
+    with contextlib.closing(session):
         try:
-            for batch in batches(client, uids_after(client), cap):
-                found = fetch(client, batch, cap)
+            # Planned up front: a new login (`fetch_surviving`) must not cut the plan short.
+            for batch in list(batches(session.client, uids_after(session.client), cap)):
+                found, failed = fetch_surviving(session, batch, cap)
                 for uid in batch:
-                    name = message_id(where, uidvalidity, uid)
+                    name = message_id(session.where, session.uidvalidity, uid)
                     if uid in found:
                         yield Message(name, found[uid], label)
                     else:
-                        yield Problem(name, "gone from the server while reading (expunged?)", label)
-        except (OSError, imaplib.IMAP4.error, EOFError) as err:
-            yield Problem(str(where), f"reading stopped: {reason(err)}", label)
+                        yield Problem(name, failed.get(uid, "gone from the server while reading (expunged?)"), label)
+        except (OSError, imaplib.IMAP4.error, EOFError, SourceError) as err:
+            yield Problem(str(session.where), f"reading stopped: {reason(err) if not isinstance(err, SourceError) else err}", label)

@@ -65,6 +65,7 @@ MARKED_LINE = re.compile(rb"^>*From ", re.M)
 BLOCK = 1 << 16
 HEADROOM = headers.HEADROOM
 NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
+STDIN_NOTICE = "spamnb: reading one message from stdin; Ctrl-D to end"
 
 
 def read_cap(max_bytes: int | None) -> int | None:
@@ -291,9 +292,13 @@ def read_stdin(label: str | None = None, stream: BinaryIO | None = None, max_byt
     """The one message on stdin; past the cap the rest is read and dropped, so the
     writer sees its whole message taken."""
     stream = stream or sys.stdin.buffer
+    if stream.isatty():  # as `cat` users expect: a terminal waiting for input says so
+        print(STDIN_NOTICE, file=sys.stderr, flush=True)
     try:
-        data = read_at_most(stream, read_cap(max_bytes))
-        while max_bytes is not None and stream.read(BLOCK):
+        cap = read_cap(max_bytes)
+        data = read_at_most(stream, cap)
+        # A short read met the end: reading on would wait for a second Ctrl-D on a terminal.
+        while cap is not None and len(data) == cap and stream.read(BLOCK):
             pass
     except MemoryError:
         yield Problem("-", "out of memory reading it: skipped", label)
@@ -302,6 +307,15 @@ def read_stdin(label: str | None = None, stream: BinaryIO | None = None, max_byt
         yield Problem("-", "empty input on stdin", label)
     else:
         yield Message("-", data, label)
+
+
+def index_length(path: str) -> int | None:
+    """How many files an index names (its lines that are not blank); None if it cannot be read."""
+    try:
+        with open(path, "rb") as lines:
+            return sum(1 for line in lines if line.strip())
+    except OSError:
+        return None
 
 
 def read_index(path: str, max_bytes: int | None = None) -> Iterator[Item]:
@@ -400,6 +414,18 @@ def read_all(sources: Iterable[str], max_bytes: int | None = None, on_empty: Cal
 def locate_all(sources: Iterable[str]) -> Iterator[Located | Problem]:
     """The files of several SRC arguments, checked up front, not yet read (stdin refused)."""
     return itertools.chain.from_iterable([locate_source(src) for src in sources])
+
+
+NOT_MAIL = "not mail (no header block)"
+NOT_LEARNT = f"{NOT_MAIL}: not learnt (--force learns it)"
+
+
+def screened(items: Iterable[Item], on_not_mail: Callable[[Message], Item]) -> Iterator[Item]:
+    """`items`, each message without a header block (`headers.has_header_block`: a program,
+    a picture, a note) replaced by `on_not_mail(message)`: a Problem to skip it, or the
+    message itself to go on with it (after a warning)."""
+    for item in items:
+        yield on_not_mail(item) if isinstance(item, Message) and not headers.has_header_block(item.data) else item
 
 
 def noting_empty(src: str, items: Iterator[Item], on_empty: Callable[[str], None] | None) -> Iterator[Item]:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spamnb.bayes import events, meta, nb
-from spamnb.bayes.features import GrowingSorted, Rows, SortedTokens, Vocabulary
+from spamnb.bayes.vocabulary import GrowingSorted, Rows, SortedTokens, Vocabulary
 from spamnb.models import scoring
 from spamnb.text.tokens import TokenSettings, field_ids
 
@@ -174,6 +174,13 @@ def _log_loss(z: np.ndarray, t: np.ndarray, outlier: float) -> float:
 
 def probabilities(log_odds: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -log_odds))
+
+
+def summed_with(tokens: TokenSettings, scoring: Scoring) -> tuple[str, str, str]:
+    """What a model's counts were summed with, as train's options say it: counts summed
+    otherwise do not add (`merge`), and a trained model cannot change it (the messages
+    it learnt are not kept, to be summed again)."""
+    return f"tokeniser settings {tokens.to_json()}", scoring.weighting().as_options(), f"--meta {scoring.meta}"
 
 
 class Scored(NamedTuple):

@@ -9,6 +9,7 @@ raises `NotPlain`, and the caller may hand the file to numpy's loader.
 """
 from __future__ import annotations
 
+import contextlib
 import io  # loaded at start-up anyway (typing is not)
 import mmap
 import os
@@ -36,7 +37,12 @@ def default_path() -> str:
 
 
 class NotPlain(Exception):
-    """The file is a zip this reader does not handle (compressed, ZIP64, a comment): not necessarily damaged."""
+    """The file is a zip this reader does not handle (compressed, ZIP64, a comment): not necessarily damaged.
+    `data`: its bytes, where they were read whole (open_members' `hold`), for numpy's loader."""
+
+    def __init__(self, path: str, data: bytes | None = None) -> None:
+        super().__init__(path)
+        self.data = data
 
 
 # The zip records read here (importing zipfile, with shutil and threading, is no small
@@ -57,9 +63,12 @@ def zip_directory(mm: mmap.mmap | bytes) -> dict[str, Member] | None:
     """The members of a zip archive without a comment, by name; None for any other file."""
     if len(mm) < END_RECORD.size:
         return None
-    sig, _, _, _, entries, _, start, comment = END_RECORD.unpack_from(mm, len(mm) - END_RECORD.size)
+    sig, disk, disk_of_start, here, entries, size, start, comment = END_RECORD.unpack_from(mm, len(mm) - END_RECORD.size)
     if sig != b"PK\x05\x06" or comment or start == ZIP64_MARK:
         return None
+    if start + size != len(mm) - END_RECORD.size or disk or disk_of_start or here != entries:
+        # zipfile reads the directory from its size: one that does not end at the end record is damage.
+        raise ValueError("a zip directory that does not end where its end record begins")
     members = {}
     for _ in range(entries):
         fields = CENTRAL_ENTRY.unpack_from(mm, start)
@@ -184,7 +193,7 @@ def open_model(path: str) -> io.BufferedReader:
         raise
 
 
-def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = (), check=None) -> tuple[mmap.mmap, dict[str, Array]]:
+def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = (), check=None, hold: bool = False) -> tuple[mmap.mmap | bytes, dict[str, Array]]:
     """The file mapped, and its members `names` and those of `optional` it has (without `.npy`) as arrays.
 
     `check(arrays)`: the validation of the values (`trust.check_values` and the caller's
@@ -192,26 +201,36 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
     both before (`trust.verified`): the pipe pays a pass over a big model once, not per
     message.  Without `check`, only the checksums.  ModelError for a file that is
     missing, not a model, or damaged; NotPlain for a zip this reader does not handle.
+
+    A mapped file cut short while it is read (`cp other.npz model.npz` onto it) kills the
+    reader with SIGBUS, which no handler turns into an exception.  With `hold` (one
+    message: the pipe) the file is held under a read lease until `release`: a writer's
+    open waits for it (the kernel's lease-break-time at most).  Where no lease can be
+    had (the file is another's or open for writing, or its filesystem has none), it is
+    read whole instead of mapped.
     """
     from spamnb.models import trust
 
     file = open_model(path)
-    with file:
+    held = hold and lease(file.fileno())
+    if held:
+        HELD.append(file)
+    with contextlib.nullcontext() if held else file:
         try:
-            mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = file.read() if hold and not held else mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:  # an empty file, a folder
             raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
         try:
             directory = zip_directory(mm)
-        except (struct.error, UnicodeDecodeError) as err:
+        except (struct.error, UnicodeDecodeError, ValueError) as err:
             raise ModelError(f"{path}: not a readable spamnb model (a damaged zip directory)") from err
         if directory is None:
-            raise NotPlain(path)
+            raise NotPlain(path, mm if isinstance(mm, bytes) else None)
         missing = [k for k in names if f"{k}.npy" not in directory]
         if missing:
             raise ModelError(f"{path}: not a spamnb model (no {', '.join(missing)})")
         if not all(member.stored for member in directory.values()):
-            raise NotPlain(path)
+            raise NotPlain(path, mm if isinstance(mm, bytes) else None)
         names = (*names, *(k for k in optional if f"{k}.npy" in directory))
         spans = {}
         for name, info in directory.items():
@@ -243,6 +262,31 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
                 check(arrays)
                 trust.remember(file.fileno(), st, ident)
     return mm, arrays
+
+
+# Model files held under a read lease (`open_members`' `hold`) until `release`.
+HELD: list = []
+
+
+def lease(fd: int) -> bool:
+    """Whether a read lease on the open file was had: a writer's open of it then waits
+    until it is released, and the kernel's SIGIO that tells of the wait is not fatal."""
+    import fcntl
+    import signal
+
+    try:
+        signal.signal(signal.SIGIO, signal.SIG_IGN)  # main thread only: ValueError elsewhere
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
+
+
+def release() -> None:
+    """Let go of the model files held (`open_members`' `hold`): writers waiting go on."""
+    while HELD:
+        with contextlib.suppress(OSError):
+            HELD.pop().close()
 
 
 def identity(mm: bytes) -> bytes:

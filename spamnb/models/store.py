@@ -26,6 +26,7 @@ load whole, and lose the mapping.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import mmap
 import os
@@ -35,9 +36,9 @@ from typing import BinaryIO
 import numpy as np
 
 from spamnb.bayes import events, nb
-from spamnb.bayes.features import SortedTokens, Vocabulary, token_offsets
+from spamnb.bayes.vocabulary import SortedTokens, Vocabulary, token_offsets
 from spamnb.models import journal, modelcheck, npzview, ownership, trust
-from spamnb.models.journal import locked, remove_stale_temporaries, temp_prefix  # noqa: F401 - store's names before they moved
+from spamnb.models.lock import temp_prefix
 from spamnb.models.model import Model, Scoring
 from spamnb.models.npzview import (  # Member and default_path: this module's names before they moved
     FORMAT,
@@ -149,7 +150,7 @@ def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
                 np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
 
-def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model:
+def load(path: str, growable: bool = False, scoring_only: bool = False, data: bytes | None = None) -> Model:
     """Read and validate a model file.
 
     Without `growable` the vocabulary stays a sorted blob (fast to open, for scoring);
@@ -157,8 +158,10 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     `scoring_only` the file is mapped, not read: counts are read-only views, the
     learnt digests are left unread, and the model cannot be saved (the pipe path).
     Either way every header is checked before any data is read (see modelcheck).
+    `data`: the file's bytes, read already (the pipe's, npzview.NotPlain.data): nothing
+    is mapped, so nothing is lost to a file cut short meanwhile.
     """
-    checked = validated(path)
+    checked = validated(path) if data is None else False
     if scoring_only and not growable and checked:
         try:
             mapped = load_mapped(path)
@@ -171,8 +174,8 @@ def load(path: str, growable: bool = False, scoring_only: bool = False) -> Model
     import zipfile  # off the pipe's start-up (see zip_directory)
 
     try:
-        with open_model(path) as file:
-            ident = file_identity(file)
+        with open_model(path) if data is None else io.BytesIO(data) as file:
+            ident = file_identity(file) if data is None else journal.identity(data)
             arrays = read_arrays(path, file)
     except ModelError:
         raise
@@ -251,7 +254,8 @@ def read_arrays(path: str, file: BinaryIO) -> dict[str, np.ndarray]:
         mail = head.startswith(b"From ") or re.match(rb"[!-9;-~]+:", head)
         raise ModelError(f"{path}: not a spamnb model ({'it holds mail, ' if mail else ''}not a zip archive)")
     file.seek(0)
-    file_size = os.fstat(file.fileno()).st_size
+    file_size = file.seek(0, os.SEEK_END)
+    file.seek(0)
     with zipfile.ZipFile(file) as archive:
         entries = {info.filename: info for info in archive.infolist()}
         check_expansion(path, list(entries.values()))

@@ -17,6 +17,9 @@ import os
 from itertools import accumulate
 from operator import lt
 
+from spamnb.bayes import formulas
+from spamnb.bayes.formulas import WEIGHT_SCALE
+
 # Counts and their sums per class stay below this: exact in a float, and a sum of two
 # models' (merge) or a model's and its journal's still far from int64's end.
 MAX_COUNT = 1 << 53
@@ -26,12 +29,6 @@ MAX_ALPHA = 1e6
 MAX_WEIGHT = 1e6
 # Weighted sums (nb.Weighting, in units of WEIGHT_SCALE) are widened to int64 by batch.
 MAX_WEIGHTED = 1 << 62
-WEIGHT_SCALE = 1 << 32  # nb.WEIGHT_SCALE
-
-
-# The event models' default smoothing, as `events.event_model` makes them (tests/test_onemessage.py
-# holds these equal to theirs).
-DEFAULT_ALPHA = {"fisher": 0.01, "multinomial": 0.01, "bernoulli": 0.01, "complement": 0.01}
 
 
 def check_alpha(alpha: float) -> None:
@@ -74,25 +71,19 @@ def validate(path: str, a: dict) -> None:
     if not isinstance(scoring, dict):
         return  # the scoring's parser says what is wrong with it
     alpha = scoring.get("alpha")
-    alpha = DEFAULT_ALPHA.get(scoring.get("event", "fisher")) if alpha is None else alpha
+    event = formulas.EVENTS.get(scoring.get("event", "fisher"))
+    alpha = (event and event.default_alpha) if alpha is None else alpha
     if not isinstance(alpha, (int, float)) or not 0 < alpha <= MAX_ALPHA:
         return  # the scoring's parser says what is wrong with it
     n = sum(int(d) for d in a["docs"].items())
     df, weighted = rows(a["df"]), rows(a["weighted"])
-    f = [smoothed_idf(n, h + s) for h, s in zip(*df, strict=True)] if scoring.get("idf") else None
+    f = [formulas.idf(formulas.Scalar, n, h + s) for h, s in zip(*df, strict=True)] if scoring.get("idf") else None
     stored = rows(a["weighted_totals"])
     for c in (0, 1):
         every = [w / WEIGHT_SCALE for w in weighted[c]] if f is None else [fi * w / WEIGHT_SCALE for fi, w in zip(f, weighted[c], strict=True)]
         sums = (math.fsum(every), math.fsum(math.log(v + alpha) for v in every))
         if not all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-6) for x, y in zip(sums, stored[c], strict=True)):
             raise ValueError("weighted sums' totals that are not their sums")
-
-
-def smoothed_idf(n: int, df: int) -> float:
-    """nb.Weighting.idf_of of a token in `df` of `n` messages."""
-    import math
-
-    return math.log((1.0 + n) / (1.0 + df)) + 1.0
 
 
 def check_score(p: float) -> float:

@@ -24,6 +24,7 @@ import contextlib
 import sys
 
 from spamnb.mail import headers
+from spamnb.pipe.argv import options_of
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -113,7 +114,7 @@ def one_line(err: BaseException) -> str:
 def describe(err: BaseException) -> str:
     """One line: the message of an expected error, the type too of any other."""
     text = one_line(err)
-    if isinstance(err, (InputError, Stopped, Relayed)) or type(err).__name__ in ("ModelError", "CutoffError"):
+    if isinstance(err, (InputError, Stopped)) or type(err).__name__ in ("ModelError", "CutoffError"):
         return text
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
@@ -122,71 +123,15 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
     """The stamped message and its exit status; `reasons`: how many tokens the header names."""
     if not data:
         raise InputError("empty input: no message on stdin")
-    value, status = apart(verdict_of, model_path, data, cutoffs, reasons)
-    return headers.stamp(data, value), status
-
-
-def verdict_of(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None], reasons: int) -> tuple[str, int]:
-    """The verdict header's value and the exit status of one message."""
     # Imported here so that even a broken installation passes mail through.
     from spamnb.models import npzview
     from spamnb.pipe import onemessage
 
-    _, score, verdict, why, floor = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons)
-    return verdict_header(verdict, score, why, floor), EXIT[verdict]
-
-
-class Relayed(Exception):
-    """The one line of an error met in the scoring process (see `apart`)."""
-
-
-def apart(work, model_path: str | None, *args: object) -> tuple[str, int]:  # work -> (str, int); typing is off the start-up
-    """`work(model_path, *args)` run in a child process, its result or its error's line brought back.
-
-    The model is mapped: a file cut short under the map (`cp other.npz model.npz` while
-    mail comes in) kills its reader with SIGBUS, which no handler can turn into an
-    exception.  The child dies instead, and the mail goes out unchanged (fork: ~1 ms).
-    """
-    import os
-
-    try:
-        r, w = os.pipe()
-        pid = os.fork()
-    except OSError:  # no process to spare: score here, unguarded
-        return work(model_path, *args)
-    if pid == 0:  # the child: never returns, never flushes the parent's buffers
-        try:
-            os.close(r)
-            try:
-                value, status = work(model_path, *args)
-                reply = b"%d %s" % (status, value.encode("ascii"))
-            except BaseException as err:  # noqa: BLE001 - brought back as one line
-                reply = b"E " + describe(err).encode("utf-8", "replace")
-            view = memoryview(reply)
-            while view:
-                view = view[os.write(w, view) :]
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks = []
-    try:
-        while chunk := os.read(r, READ_SIZE):
-            chunks.append(chunk)
+    try:  # the model held against a rewrite in place while it is read (npzview.open_members' `hold`)
+        _, score, verdict, why, floor = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons, hold=True)
     finally:
-        os.close(r)
-        _, died = os.waitpid(pid, 0)
-    reply = b"".join(chunks)
-    if os.WIFSIGNALED(died) or not reply:
-        import signal
-
-        how = f"killed by {signal.Signals(os.WTERMSIG(died)).name}" if os.WIFSIGNALED(died) else "no verdict"
-        from spamnb.models import npzview
-
-        raise Relayed(f"{model_path or npzview.default_path()}: the model could not be read ({how}): was it written over in place? Replace a model by renaming a new file over it")
-    code, _, text = reply.partition(b" ")
-    if code == b"E":
-        raise Relayed(text.decode("utf-8", "replace"))
-    return text.decode("ascii"), int(code)
+        npzview.release()
+    return headers.stamp(data, verdict_header(verdict, score, why, floor)), EXIT[verdict]
 
 
 def stamped(data: bytes, verdict: Verdict, more: Sequence[tuple[bytes, str]] = ()) -> bytes:
@@ -328,12 +273,6 @@ def silence(stdout: BinaryIO) -> None:
         os.close(devnull)
 
 
-def parse_args(argv: list[str]) -> tuple[bool, str | None]:
-    """Whether argv is a pipe invocation `parse_options` reads, and its MODEL (None: the default)."""
-    args = parse_options(argv)
-    return (False, None) if args is None else (True, args[0])
-
-
 VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff", "--reasons")
 
 
@@ -345,32 +284,10 @@ def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, floa
     None for anything else (including --help or a stray SRC), which the full command
     line then handles, errors and all.
     """
-    args = list(argv)
-    while args and args[0] in ("--debug", "-q", "--quiet"):
-        args.pop(0)
-    if not args or args[0] != "classify" or "--pipe" not in args:
+    parsed = options_of(argv, "classify", ("--pipe", "-q", "--quiet", "--exit-zero"), VALUED)
+    if parsed is None or "--pipe" not in parsed[1]:
         return None
-    values: dict[str, str] = {}
-    exit_zero = False
-    rest = args[1:]
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        name, eq, value = arg.partition("=")
-        if arg in ("--pipe", "-q", "--quiet", "--exit-zero"):
-            exit_zero = exit_zero or arg == "--exit-zero"
-            i += 1
-        elif arg in VALUED and i + 1 < len(rest):
-            values["--model" if arg == "-m" else arg] = rest[i + 1]
-            i += 2
-        elif eq and name in VALUED and name.startswith("--"):
-            values[name] = value
-            i += 1
-        elif arg.startswith("-m") and len(arg) > 2:
-            values["--model"] = arg[2:]
-            i += 1
-        else:
-            return None
+    values = dict(parsed[0])  # the last of an option given twice, as click takes it
     try:
         spam, ham = (float(values[k]) if k in values else None for k in ("--spam-cutoff", "--ham-cutoff"))
         reasons = int(values.get("--reasons", "0"))
@@ -378,7 +295,7 @@ def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, floa
         return None
     if values.get("--model") == "" or reasons < 0:
         return None
-    return values.get("--model"), (spam, ham), exit_zero, reasons
+    return values.get("--model"), (spam, ham), "--exit-zero" in parsed[1], reasons
 
 
 def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False, reasons: int = 0) -> int:

@@ -18,7 +18,8 @@ import os
 import sys
 from collections import Counter
 
-from spamnb.models import journal, npzview
+from spamnb.models import journal, lock, npzview
+from spamnb.pipe.argv import options_of
 
 # `typing` is off a learn's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -29,37 +30,21 @@ if TYPE_CHECKING:
 
 LABEL_CLASS = {"ham": 0, "spam": 1}
 EXIT_PARTIAL, EXIT_ERROR = 1, 3
-GLOBAL_FLAGS = ("--debug", "-q", "--quiet")
 
 
 def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool, float | None] | None:
     """(MODEL or None for the default, [(label, SRC)], forget, wait) of `[flags] train -m MODEL
     --spam|--ham SRC... [--forget] [--wait SECONDS]`; None for any other command line."""
-    args = list(argv)
-    while args and args[0] in GLOBAL_FLAGS:
-        args.pop(0)
-    if not args or args[0] != "train":
+    parsed = options_of(argv, "train", ("--forget",), ("-m", "--model", "--spam", "--ham", "--wait"))
+    if parsed is None:
         return None
-    model, sources, forget, wait = None, [], False, None
-    rest, i = args[1:], 0
-    while i < len(rest):
-        arg = rest[i]
-        name, eq, value = arg.partition("=")
-        if arg == "--forget":
-            forget, i = True, i + 1
-        elif name in ("-m", "--model", "--spam", "--ham", "--wait") and eq:
-            i += 1
-        elif arg in ("-m", "--model", "--spam", "--ham", "--wait") and i + 1 < len(rest):
-            name, value, i = arg, rest[i + 1], i + 2
-        elif arg.startswith("-m") and len(arg) > 2:
-            name, value, i = "-m", arg[2:], i + 1
-        else:
-            return None
-        if name in ("-m", "--model"):
+    model, sources, wait = None, [], None
+    for name, value in parsed[0]:
+        if name == "--model":
             model = value
         elif name in ("--spam", "--ham"):
             sources.append((name[2:], value))
-        elif name == "--wait":
+        else:
             try:
                 wait = float(value)
             except ValueError:
@@ -68,7 +53,7 @@ def parse_args(argv: list[str]) -> tuple[str | None, list[tuple[str, str]], bool
                 return None
     if not sources or model == "" or sum(src == "-" for _, src in sources) > 1:
         return None
-    return model, sources, forget, wait
+    return model, sources, "--forget" in parsed[1], wait
 
 
 def single_message_file(src: str) -> bool:
@@ -132,7 +117,7 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
     from spamnb.mail.sources import read_source
 
     def items(max_bytes: int) -> Iterator[tuple[str, Item]]:
-        return ((label, item) for label, src in sources for item in read_source(src, label, max_bytes))
+        return ((label, item) for label, src in sources for item in not_mail_skipped(read_source(src, label, max_bytes)))
 
     out = learn_items(model_path, items, forget, wait, notice)
     for p in out.problems:
@@ -153,7 +138,7 @@ def learn_data(model_path: str, data: bytes, label: str | None, wait: float | No
     from spamnb.mail.sources import Message, read_cap
 
     def items(max_bytes: int) -> list[tuple[str, Item]]:
-        return [(label or "spam", Message("-", data[: read_cap(max_bytes)], label))]
+        return [(label or "spam", item) for item in not_mail_skipped([Message("-", data[: read_cap(max_bytes)], label)])]
 
     out = learn_items(model_path, items, label is None, wait)
     if out.problems:
@@ -164,6 +149,13 @@ def learn_data(model_path: str, data: bytes, label: str | None, wait: float | No
     return "already"
 
 
+def not_mail_skipped(items: Iterable[Item]) -> Iterator[Item]:
+    """A message without a header block is no mail: a Problem, not learnt (`sources.screened`)."""
+    from spamnb.mail.sources import NOT_LEARNT, Problem, screened
+
+    return screened(items, lambda m: Problem(m.id, NOT_LEARNT, m.label))
+
+
 def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item]]], forget: bool, wait: float | None = None, told: Callable[[str], None] | None = None) -> Outcome:
     """Learn (or forget) `items(max_bytes)`, (label, message) pairs, into the model's journal under its lock."""
     from spamnb.mail import headers
@@ -172,7 +164,7 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
     from spamnb.text.tokens import Tokenizer
 
     out, entries = Outcome(), []
-    with journal.locked(model_path, wait, told):
+    with lock.locked(model_path, wait, told):
         model = onemessage.OneModel(model_path)
         if model.weighted is not None:
             raise npzview.NotPlain(model_path)  # the journal holds no weighted sums: the full command line learns

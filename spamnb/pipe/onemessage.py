@@ -2,83 +2,45 @@
 
 The same log-odds as batch classify (`nb.EventModel.log_odds` over the whole model), to
 rounding: the message's few hundred distinct tokens are looked up in the mapped model
-file (`npzview`, `sortedtokens`) and scored in plain floats, Fisher by field (the
-chi-square tails summed in logs as `chi2.log_chi2_tails` sums them), multinomial,
-Bernoulli and complement as the dot product of their weights.  A bare interpreter with
+file (`npzview`, `sortedtokens`) and scored in plain floats by the model's event model
+(`spamnb.bayes.formulas`, the formulas batch runs over arrays).  A bare interpreter with
 numpy imported was most of a piped message's time.
 """
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections import Counter, namedtuple
 
-from spamnb.bayes import meta
+from spamnb.bayes import formulas, meta
+from spamnb.bayes.formulas import HAM, SPAM
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
 from spamnb.models import journal, npzview, trust
 from spamnb.models.npzview import ModelError
 from spamnb.models.scoring import Scoring
-from spamnb.text.tokens import Tokenizer, TokenSettings, field_numbers
+from spamnb.text.tokens import Tokenizer, TokenSettings
 
 # `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-HAM, SPAM = 0, 1
 CLASSES = ("ham", "spam")
-# The event models as `events.event_model(name, alpha)` makes them (tests/test_onemessage.py
-# holds these equal to theirs).
-DEFAULT_ALPHA = trust.DEFAULT_ALPHA
-DUPLICATE_MIN = {"fisher": 7, "multinomial": 10, "bernoulli": 10, "complement": 10}
-FISHER_X, FISHER_INDEPENDENCE, FISHER_POWER, FISHER_MEAN_WEIGHT = 0.5, 1.0, 0.8, 5.0
-MULTINOMIAL_BOOLEAN = True
-COMPLEMENT_NORM = True  # the complement counts as the multinomial does (MULTINOMIAL_BOOLEAN)
-DUPLICATE_STEP = (11, 10)
 # The weighting settings as they are when off (nb.Weighting).
 UNWEIGHTED = ("presence", False, "none")
-WEIGHT_SCALE = trust.WEIGHT_SCALE
-
-
-def bucket_edges(step: tuple[int, int] = DUPLICATE_STEP, top: int = 1 << 62) -> list[int]:
-    """nb.bucket_edges as a list."""
-    a, b = step
-    num, den, edges = 1, 1, [1]
-    while edges[-1] < top:
-        num, den = num * a, den * b
-        edge = -(-num // den)
-        if edge > edges[-1]:
-            edges.append(edge)
-    return edges
-
-
-EDGES = bucket_edges()
-_BUCKETS: dict[int, int] = {}
-
-
-def bucket(count: int) -> int:
-    """nb.count_buckets of one count."""
-    found = _BUCKETS.get(count)
-    if found is None:
-        found = _BUCKETS[count] = bisect_right(EDGES, count)
-    return found
-
 
 def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
     """The scoring's alpha (its event model's default where None) and weighting (tf, idf,
     length norm, as nb.Weighting), checked as `events.event_model` checks them."""
     event = scoring.event
-    if event not in DEFAULT_ALPHA:
-        raise ValueError(f"unknown event model {event!r}; choose from {', '.join(DEFAULT_ALPHA)}")
-    alpha = DEFAULT_ALPHA[event] if scoring.alpha is None else float(scoring.alpha)
+    alpha = formulas.event_class(event).default_alpha if scoring.alpha is None else float(scoring.alpha)
     if not alpha > 0:
         raise ValueError(f"alpha must be positive, not {alpha}")
     tf, idf, norm = scoring.tf, scoring.idf, scoring.length_norm
     if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
         raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
     weighting = (tf, bool(idf), norm)
-    if weighting != UNWEIGHTED and event not in ("multinomial", "complement"):
-        raise ValueError(f"--tf, --idf and --length-norm weight the occurrence models (multinomial, complement), not {event}")
+    if weighting != UNWEIGHTED:
+        formulas.check_weighted(event)
     return alpha, weighting
 
 
@@ -100,10 +62,10 @@ class Counts2:
 class OneModel:
     """A model file opened to score single messages: mapped, validated, nothing read whole."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, hold: bool = False) -> None:
         self.path = path
         try:
-            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold)
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
@@ -145,9 +107,8 @@ class OneModel:
         self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
         self.n_features = n
         self._gaussians: meta.Gaussians | None = None
-        self._linear: Linear | None = None
+        self._linear: VocabularySums | None = None
         self._table: dict[str, tuple[int, ...]] | None = None  # make_resident's
-        self._rows: tuple[tuple, dict] = ((), {})  # fisher's rows, and the (docs, alpha) they are for
         self._tokenizer: Tokenizer | None = None
         # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
         self._now: dict[str, list[int]] = {}
@@ -258,11 +219,8 @@ class OneModel:
         numeric features, where the model scores them (spamnb.bayes.meta)."""
         self.check_trained()
         names = list(distinct)
-        counts = self.counts_of(names)
-        if self.scoring.event == "fisher":
-            text = self.fisher(names, counts, shares)
-        else:
-            text = self.linear(counts, list(distinct.values()), shares)
+        event = formulas.event_class(self.scoring.event)(self.alpha)
+        text = event.one_message(self, names, self.counts_of(names), list(distinct.values()), shares)
         return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
 
     def log_ratio(self, numeric: list[int]) -> float:
@@ -271,166 +229,6 @@ class OneModel:
             moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
             self._gaussians = meta.Gaussians(self.scoring.meta, moments)
         return self._gaussians.log_ratio(numeric)
-
-    @staticmethod
-    def shares(counts: list[list[int]], least: int) -> list[float]:
-        """Per entry, 1/k where k entries share its duplicate key (nb.duplicate_shares)."""
-        keys = []
-        for c in counts:
-            h, s = c[2], c[3]
-            keys.append((bucket(h), bucket(s)) if least > 0 and h + s >= least else None)
-        sizes = Counter(k for k in keys if k is not None)
-        return [1.0 if k is None else 1.0 / sizes[k] for k in keys]
-
-    def fisher(self, names: list[str], counts: list[list[int] | None], shares: list[float] | None = None) -> float:
-        """Robinson's f per token, combined by Fisher's method per field (events.Fisher.log_odds).
-
-        Summed per field as it goes (`eval --online` scores thousands of messages): each
-        field's weight and weighted ln f and ln(1 - f), then its tests scale its sums.
-        `shares`: see `log_odds_of`.
-        """
-        alpha, x, least = self.alpha, FISHER_X, DUPLICATE_MIN["fisher"]
-        ln_x, ln_not_x = math.log(x), math.log1p(-x)
-        per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
-        known = []  # (token's place, df ham, df spam, field, duplicate key)
-        sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (nb.duplicate_shares)
-        buckets = _BUCKETS  # memo of `bucket` (a count of 0, bucket 0, falls through to it and gets 0)
-        for i, (c, field) in enumerate(zip(counts, field_numbers(names), strict=True)):
-            if field < 0:
-                continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
-            if c is None:  # unknown: neutral evidence f = x (events.Fisher)
-                sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
-                sums[0] += 1.0
-                sums[1] += ln_x
-                sums[2] += ln_not_x
-                continue
-            h, s = c[2], c[3]
-            if least > 0 and h + s >= least:
-                key = (buckets.get(h) or bucket(h), buckets.get(s) or bucket(s))
-                sizes[key] = sizes.get(key, 0) + 1
-            else:
-                key = None
-            known.append((i, h, s, field, key))
-        docs_h, docs_s = max(self.docs[HAM], 1), max(self.docs[SPAM], 1)
-        if self._rows[0] != (docs_h, docs_s, alpha):  # kept from message to message while they hold
-            self._rows = ((docs_h, docs_s, alpha), {})
-        rows: dict[tuple[int, int], tuple[float, float]] = self._rows[1]  # (ln f, ln(1 - f)) by (df ham, df spam)
-        entries = []  # (token's place, weight, field, (ln f, ln(1 - f))), for `shares`
-        for i, h, s, field, key in known:
-            row = rows.get((h, s))
-            if row is None:
-                n = h + s
-                if n > 0:
-                    share_h, share_s = h / docs_h, s / docs_s
-                    f = (alpha * x + n * (share_s / (share_s + share_h))) / (alpha + n)
-                    row = rows[(h, s)] = (math.log(f), math.log1p(-f))
-                else:  # learnt, then forgotten
-                    row = rows[(h, s)] = (ln_x, ln_not_x)
-            w = 1.0 if key is None else 1.0 / sizes[key]
-            sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
-            sums[0] += w
-            sums[1] += w * row[0]
-            sums[2] += w * row[1]
-            if shares is not None:
-                entries.append((i, w, field, row))
-        plain_n = plain0 = plain1 = scaled0 = scaled1 = tests = 0.0
-        factors = {}  # field -> its tests per token
-        for field, (weight, sum0, sum1) in per_field.items():
-            plain_n += weight
-            plain0 += sum0
-            plain1 += sum1
-            if weight > 0:
-                t = float(max(round(FISHER_INDEPENDENCE * weight**FISHER_POWER), 1))
-                factors[field] = t / weight
-                scaled0 += t / weight * sum0
-                scaled1 += t / weight * sum1
-                tests += t
-        n = round(tests)
-        if n == 0:
-            return 0.0
-        out = chi_square(scaled0, scaled1, n) + FISHER_MEAN_WEIGHT * (plain0 - plain1) / max(plain_n, 1.0)
-        if shares is not None:
-            fisher_shares(shares, entries, factors, n, plain_n)
-        return out
-
-    def linear(self, counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None = None) -> float:
-        """x . w + b over the known tokens (events.Multinomial, events.Bernoulli, events.Complement);
-        `shares`: see `log_odds_of`."""
-        event, alpha = self.scoring.event, self.alpha
-        known = [i for i, c in enumerate(counts) if c is not None]
-        weights = self.shares([counts[i] for i in known], DUPLICATE_MIN[event])  # type: ignore[misc]
-        docs = self.docs
-        b = (math.log(docs[SPAM]) - math.log(sum(docs))) - (math.log(docs[HAM]) - math.log(sum(docs)))
-        if event == "bernoulli":
-            denom = [d + 2 * alpha for d in docs]
-
-            def per_class(cls: int, d: int) -> float:
-                return (math.log(d + alpha) - math.log(denom[cls])) - (math.log(denom[cls] - d - alpha) - math.log(denom[cls]))
-
-            absent = self.class_sums("bernoulli")
-            b = (absent[SPAM] + (math.log(docs[SPAM]) - math.log(sum(docs)))) - (absent[HAM] + (math.log(docs[HAM]) - math.log(sum(docs))))
-            terms = [w * (per_class(SPAM, counts[i][3]) - per_class(HAM, counts[i][2])) for w, i in zip(weights, known, strict=True)]  # type: ignore[index]
-        else:
-            pairs, x, totals, logs = self.occurrences(counts, occurrences, known) if self.weighted is None else self.weighted_occurrences(counts, occurrences, known)
-            size = self.vocabulary_size()
-            if event == "multinomial":
-                t = [total + alpha * size for total in totals]
-
-                def weight(p: tuple[float, float]) -> float:
-                    return (math.log(p[SPAM] + alpha) - math.log(t[SPAM])) - (math.log(p[HAM] + alpha) - math.log(t[HAM]))
-
-            else:  # complement: no prior
-                b, weight = 0.0, self.complement_weight(totals, logs())  # type: ignore[assignment, operator]
-            terms = [xi * w * weight(p) for xi, w, p in zip(x, weights, pairs, strict=True)]
-        if shares is not None:
-            for i, term in zip(known, terms, strict=True):
-                shares[i] = term
-        return sum(terms) + b
-
-    def occurrences(self, counts: list[list[int] | None], occurrences: list[int], known: list[int]) -> tuple[list, list[float], list[float], object]:
-        """What events.Occurrences counts of each known token (ham, spam), the message's x, the
-        class totals of those counts, and (a function for) their sums of log(count + alpha)."""
-        at = 2 if MULTINOMIAL_BOOLEAN else 0  # message frequencies, or token occurrences
-        pairs = [(counts[i][at], counts[i][at + 1]) for i in known]  # type: ignore[index]
-        x = [1.0 if MULTINOMIAL_BOOLEAN else float(occurrences[i]) for i in known]
-        return pairs, x, self.class_sums("multinomial"), lambda: self.class_sums("complement")
-
-    def weighted_occurrences(self, counts: list[list[int] | None], occurrences: list[int], known: list[int]) -> tuple[list, list[float], list[float], object]:
-        """As `occurrences` under a weighting (nb.Weighting): each token's weighted sums times its
-        idf, and the message's transformed frequencies times the idf; the vocabulary's sums
-        as the model file holds them (`weighted_totals`)."""
-        tf, idf, norm = self.weighting
-        g = [math.log1p(k) if tf == "log" else 1.0 for k in occurrences]
-        if norm == "l2":
-            length = math.sqrt(math.fsum(v * v for v in g))
-            g = [v / length for v in g]
-        n = sum(self.docs)
-        pairs, x = [], []
-        for i in known:
-            c = counts[i]
-            f = trust.smoothed_idf(n, c[2] + c[3]) if idf else 1.0  # type: ignore[index]
-            pairs.append((f * (c[4] / WEIGHT_SCALE), f * (c[5] / WEIGHT_SCALE)))  # type: ignore[index]
-            x.append(g[i] * f)
-        totals = self.weighted[1]  # type: ignore[index]
-        return pairs, x, [totals[HAM][0], totals[SPAM][0]], lambda: [totals[HAM][1], totals[SPAM][1]]
-
-    def complement_weight(self, row_totals: list[float], logs: list[float]) -> object:
-        """events.Complement's weight of a token from its counts (ham, spam), given the class
-        totals of those counts and their sums of log(count + alpha)."""
-        alpha, size = self.alpha, self.vocabulary_size()
-        # Class c's weights come from the other class's counts: its total, and (norm) the
-        # sum over the vocabulary of its logged shares.
-        totals = [row_totals[SPAM] + alpha * size, row_totals[HAM] + alpha * size]
-        sums = [logs[SPAM] - size * math.log(totals[HAM]), logs[HAM] - size * math.log(totals[SPAM])]
-
-        def logged(p: tuple[float, float], cls: int) -> float:
-            value = math.log(p[1 - cls] + alpha) - math.log(totals[cls])
-            return value / sums[cls] if COMPLEMENT_NORM else -value
-
-        def weight(p: tuple[float, float]) -> float:
-            return logged(p, SPAM) - logged(p, HAM)
-
-        return weight
 
     def learn(self, entry: journal.Entry) -> None:
         """Add one learn to the journal in memory (`eval --online`); nothing is written."""
@@ -457,13 +255,13 @@ class OneModel:
         if self._linear is not None:
             self._linear.update(before, self.counts_of(names))
 
-    def linear_sums(self) -> Linear:
+    def linear_sums(self) -> VocabularySums:
         """What the linear models sum over the whole vocabulary, the journal's counts in."""
         if self._linear is None:
             names = list(self.journal.tokens)
             cols = self.vocab.lookup(names)
             rows = [self.df.row(c) for c in (HAM, SPAM)], [self.tf.row(c) for c in (HAM, SPAM)]
-            self._linear = Linear(self.n_features, *rows)
+            self._linear = VocabularySums(self.n_features, *rows)
             tf, df = self.tf, self.df
             base = [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
             self._linear.update(base, self.counts_of(names))
@@ -473,24 +271,8 @@ class OneModel:
         """Tokens of the model and its journal: what a loaded model's vocabulary holds."""
         return self.linear_sums().n_features if self.journal else self.n_features
 
-    def class_sums(self, event: str) -> list[float]:
-        """Per class, what the linear models sum over the whole vocabulary: the multinomial's
-        token total, the Bernoulli's sum of log(1 - p) (the score of an empty message), the
-        complement's sum of log(count + alpha) (its row of counts, for the other class's weights)."""
-        sums = self.linear_sums()
-        if event == "multinomial":
-            return [float(t) for t in (sums.df_totals if MULTINOMIAL_BOOLEAN else sums.tf_totals)]
-        alpha = self.alpha
-        if event == "complement":  # message frequencies, as the multinomial counts (MULTINOMIAL_BOOLEAN)
-            return [math.fsum(k * math.log(d + alpha) for d, k in sums.df_values[c].items() if k) for c in (HAM, SPAM)]
-        out = []
-        for c in (HAM, SPAM):
-            denom = self.docs[c] + 2 * alpha
-            out.append(math.fsum(k * math.log1p(-((d + alpha) / denom)) for d, k in sums.df_values[c].items() if k))
-        return out
 
-
-class Linear:
+class VocabularySums:
     """Vocabulary-wide sums of a model with a journal, kept up to date as tokens' counts change:
     how many tokens, per class the totals of tf and df, and how many tokens hold each df."""
 
@@ -516,75 +298,6 @@ class Linear:
                 self.df_values[c][new[2 + c]] += 1
 
 
-def chi_square(scaled0: float, scaled1: float, n: int) -> float:
-    """Fisher's combining of the scaled sums of ln f and ln(1 - f) over n tests (events.Fisher.chi_square)."""
-    log_qh, log_ph = log_chi2_tails(-2.0 * scaled0, n)
-    log_qs, log_ps = log_chi2_tails(-2.0 * scaled1, n)
-    return logaddexp(log_qh, log_ps) - logaddexp(log_qs, log_ph)
-
-
-def fisher_shares(shares: list[float], entries: list, factors: dict[int, float], n: int, plain_n: float) -> None:
-    """Each known token's share of Fisher's log-odds, into `shares` at its place (events.Fisher.explain):
-    `entries` (place, weight, field, (ln f, ln(1 - f))), `factors` each field's tests per
-    token, n the tests, plain_n the tokens (weighted)."""
-    neutral = (math.log(FISHER_X), math.log1p(-FISHER_X))
-    pulls = [(i, w * factors[field] * (row[0] - neutral[0]), w * factors[field] * (row[1] - neutral[1]), w, row) for i, w, field, row in entries]
-    pulled = (sum(p[1] for p in pulls), sum(p[2] for p in pulls))
-    at = (n * neutral[0], n * neutral[1])
-    both, first = chi_square(at[0] + pulled[0], at[1] + pulled[1], n), chi_square(at[0] + pulled[0], at[1], n)
-    second, neither = chi_square(at[0], at[1] + pulled[1], n), chi_square(at[0], at[1], n)
-    parts = ((first - neither + both - second) / 2, (second - neither + both - first) / 2)
-    rate = [part / total if total != 0 else 0.0 for part, total in zip(parts, pulled, strict=True)]
-    for i, pull0, pull1, w, row in pulls:
-        own = (row[0] - row[1]) - (neutral[0] - neutral[1])
-        shares[i] = rate[0] * pull0 + rate[1] * pull1 + FISHER_MEAN_WEIGHT * w * own / max(plain_n, 1.0)
-
-
-def logaddexp(a: float, b: float) -> float:
-    top = max(a, b)
-    if top == -math.inf:
-        return top
-    return top + math.log1p(math.exp(-abs(a - b)))
-
-
-_LOG_FACTORIALS = [0.0]
-
-
-def log_factorials(n: int) -> list[float]:
-    """ln 0!, ..., ln n!, summed in order as nb._log_factorials sums them."""
-    lf = _LOG_FACTORIALS
-    while len(lf) <= n:
-        lf.append(lf[-1] + math.log(len(lf)))
-    return lf
-
-
-def logsumexp(terms: list[float]) -> float:
-    top = max(terms, default=-math.inf)
-    if not math.isfinite(top):
-        top = 0.0
-    total = math.fsum([math.exp(t - top) for t in terms])
-    return top + math.log(total) if total > 0 else -math.inf
-
-
-def log_chi2_tails(chi: float, n: int) -> tuple[float, float]:
-    """(log Q, log P) of the chi-square distribution with 2n degrees of freedom at chi (chi2.log_chi2_tails)."""
-    if n <= 0:
-        return 0.0, -math.inf
-    m = max(chi / 2.0, 0.0)
-    log_m = math.log(m) if m > 0 else -math.inf
-    lf = log_factorials(n)
-    terms = [0.0] + [i * log_m - lf[i] for i in range(1, n)]
-    log_q = min(-m + logsumexp(terms), 0.0)
-    log_p = math.log(-math.expm1(log_q)) if log_q < 0 else -math.inf
-    if log_q > math.log(0.5):
-        # P = 1 - Q may be tiny: the series e^-m sum_{j >= n} m^j / j! instead.
-        extra = int(60 + 12 * math.sqrt(m + n))
-        lf = log_factorials(n + extra)
-        tail = [j * log_m - lf[j] for j in range(n, n + extra)] if math.isfinite(log_m) else [-math.inf]
-        log_p = -m + logsumexp(tail)
-    return log_q, log_p
-
-
 # `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`);
 # `floor`: the ham-loss floor's P where the floor decided the verdict (scoring.Decision).
 Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons", "floor"), defaults=((), None))
@@ -597,10 +310,10 @@ def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, fl
     return sorted(shown, key=lambda pair: (-abs(round(pair[1], 2)), pair[0]))[:n]
 
 
-def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0) -> Verdict:
+def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0, hold: bool = False) -> Verdict:
     """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`,
     (spam, ham), see `Scoring.with_cutoffs`), and its `reasons` strongest tokens."""
-    return verdict_of(open_model(path), data, cutoffs, reasons)
+    return verdict_of(open_model(path, hold=hold), data, cutoffs, reasons)
 
 
 # A model file numpy's loader read (`model`, a models.model.Model, and its `tokenize`): a zip of
@@ -608,16 +321,18 @@ def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | N
 Loaded = namedtuple("Loaded", ("model", "tokenize"))
 
 
-def open_model(path: str, resident: bool = False) -> OneModel | Loaded:
-    """The model at `path` opened for scoring single messages; `resident`: for many of them (`OneModel.make_resident`)."""
+def open_model(path: str, resident: bool = False, hold: bool = False) -> OneModel | Loaded:
+    """The model at `path` opened for scoring single messages; `resident`: for many of them
+    (`OneModel.make_resident`); `hold`: see npzview.open_members.  A model file that is a zip of
+    another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
     from spamnb.text.tokens import Tokenizer
 
     try:
-        model = OneModel(path)
-    except npzview.NotPlain:
+        model = OneModel(path, hold)
+    except npzview.NotPlain as err:
         from spamnb.models import store
 
-        full = store.load(path, scoring_only=True)
+        full = store.load(path, scoring_only=True, data=err.data)
         return Loaded(full, Tokenizer(full.tokens))
     if resident:
         model.make_resident()

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb.bayes import meta, nb
-from spamnb.bayes.features import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
+from spamnb.bayes.vocabulary import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models import trust
@@ -64,6 +64,11 @@ class Tokenise(NamedTuple):
     def of(cls, tokens: TokenSettings, scoring: Scoring) -> Tokenise:
         event = scoring.event_model()
         return cls(Tokenizer(tokens), event.by_field, event.weighting, scoring.meta != "none")
+
+    @classmethod
+    def for_folds(cls, tokens: TokenSettings, numeric: bool) -> Tokenise:
+        """Cross-validation's step: fields come from the whole vocabulary (in `folds_scored`), not from each chunk."""
+        return cls(Tokenizer(tokens), by_field=False, numeric=numeric)
 
 
 def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
@@ -138,13 +143,22 @@ def chunk_size(jobs: int) -> int:
     return CHUNK if jobs <= 1 else CHUNK // 2
 
 
-class _Changes(NamedTuple):
+class Changes(NamedTuple):
     """One chunk's learning: which tokenised message each count change uses, its class and sign."""
 
     size: int
     which: list[int]
     classes: list[int]
     signs: list[int]
+
+    def record(self, at: int, changes: list[tuple[int, int]], offers: Offers, key: bytes) -> None:
+        """Message `at`'s (class, sign) changes (`changes_of`); each learn is an offer to the calibration sample."""
+        for c, sign in changes:
+            self.which.append(at)
+            self.classes.append(c)
+            self.signs.append(sign)
+            if sign > 0:
+                offers.add(key)
 
 
 def learn(
@@ -164,14 +178,14 @@ def learn(
     report = LearnReport()
     vocab = model.learnable()
     tokenise = Tokenise.of(model.tokens, model.scoring)
-    pending: deque[_Changes] = deque()
+    pending: deque[Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
     offers = Offers()
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, chunk_size(jobs)):
             datas: list[bytes] = []
-            change = _Changes(len(batch), [], [], [])
+            change = Changes(len(batch), [], [], [])
             for item in batch:
                 if isinstance(item, Problem):
                     report.problems.append(item)
@@ -179,12 +193,7 @@ def learn(
                 key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
                 changes = changes_of(model, report, item.id, class_of(item), key, forget)
                 if changes:
-                    for c, sign in changes:
-                        change.which.append(len(datas))
-                        change.classes.append(c)
-                        change.signs.append(sign)
-                        if sign > 0:
-                            offers.add(key)
+                    change.record(len(datas), changes, offers, key)
                     datas.append(item.data)
             pending.append(change)
             yield datas
@@ -193,7 +202,8 @@ def learn(
         change = pending.popleft()
         mapping = apply_changes(model, vocab, chunk, change)
         if not forget:
-            offer_learnt(sample, chunk, change, mapping)
+            for learnt in learnt_in(chunk, change, mapping):
+                sample.offer(learnt)
         if progress:
             progress(change.size)
     model.counts.clamp()
@@ -228,7 +238,14 @@ def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key
     return changes
 
 
-Sampled = tuple[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | None", int]
+class Sampled(NamedTuple):
+    """A learnt message as the calibration samples it."""
+
+    cols: np.ndarray  # vocabulary columns
+    counts: np.ndarray
+    fields: np.ndarray | None  # each token's header field, where the event model scores them apart
+    numeric: np.ndarray | None  # the numeric features, where the model scores them
+    cls: int
 
 
 def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
@@ -296,8 +313,9 @@ class Reservoir:
         return self._rng
 
 
-def offer_learnt(sample: Reservoir, chunk: Chunk, change: _Changes, mapping: np.ndarray) -> None:
-    """Offer each message newly learnt (or moved) in a chunk, as vocabulary columns, counts and fields."""
+def learnt_in(chunk: Chunk, change: Changes, mapping: np.ndarray) -> Iterator[Sampled]:
+    """Each message newly learnt (or moved) in a chunk, in order, as the calibration samples it:
+    vocabulary columns, counts, fields, numeric features and class."""
     rows = chunk.rows
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
     for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
@@ -305,10 +323,10 @@ def offer_learnt(sample: Reservoir, chunk: Chunk, change: _Changes, mapping: np.
             part = slice(starts[i], starts[i + 1])
             fields = None if rows.fields is None else rows.fields[part]
             numeric = None if chunk.numeric is None else chunk.numeric[i]
-            sample.offer((mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls))
+            yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls)
 
 
-def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: _Changes) -> np.ndarray:
+def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: Changes) -> np.ndarray:
     if not change.which:
         return np.zeros(0, np.int64)
     mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
@@ -460,8 +478,7 @@ def tokenise_labelled(
     items: Iterable[Item], tokens: TokenSettings, progress: Callable[[int], None] | None = None, jobs: int = 1, numeric: bool = False
 ) -> Tokenised:
     """Every labelled message tokenised by `jobs` processes, in order (with its numeric features, if asked)."""
-    # Fields come from the whole vocabulary (in `folds_scored`), not from each chunk.
-    tokenise = Tokenise(Tokenizer(tokens), by_field=False, numeric=numeric)
+    tokenise = Tokenise.for_folds(tokens, numeric)
     got = Gathered.empty()
     sizes: deque[int] = deque()
 

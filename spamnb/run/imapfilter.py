@@ -112,7 +112,8 @@ def filter_folder(
     outcome = Outcome()
     cap = read_cap(model.tokens.max_bytes)
     state_cm = state_locked(state_file) if state_file is not None else contextlib.nullcontext({})
-    with state_cm as state, imap.connected(where, access or imap.Access(), readonly=dry_run) as (client, uidvalidity):
+    with state_cm as state, contextlib.closing(imap.Session(where, access or imap.Access(), readonly=dry_run)) as session:
+        client, uidvalidity = session.client, session.uidvalidity
         for folder in set(targets.values()):
             imap.require_folder(client, where, folder)
         key = str(where)
@@ -124,9 +125,10 @@ def filter_folder(
             # A plain EXPUNGE would also remove what the user marked \Deleted.
             raise SourceError(f"{where.server}: the server has neither MOVE nor UIDPLUS: imap-filter cannot move just its own messages")
         try:
-            for batch in imap.batches(client, imap.uids_after(client, last), cap):
+            # Planned up front: a new login (`imap.fetch_surviving`) must not cut the plan short.
+            for batch in list(imap.batches(client, imap.uids_after(client, last), cap)):
                 moves: dict[str, list[int]] = {}
-                for uid, result in zip(batch, scored(model, client, where, uidvalidity, batch, cap), strict=True):
+                for uid, result in zip(batch, scored(model, session, batch, cap), strict=True):
                     if isinstance(result, Problem):
                         outcome.problems.append(result)
                         continue
@@ -140,7 +142,7 @@ def filter_folder(
                 if dry_run:
                     continue
                 for target, uids in moves.items():
-                    move(client, uids, target, can_move)
+                    move(session.client, uids, target, can_move)
                 if state_file is not None:
                     state[key] = {"uidvalidity": uidvalidity, "last_uid": batch[-1]}
                     save_state(state_file, state)
@@ -149,19 +151,14 @@ def filter_folder(
     return outcome
 
 
-def scored(model: Model, client: imaplib.IMAP4, where: imap.Location, uidvalidity: int, batch: list[int], cap: int | None) -> list[Scored | Problem]:
+def scored(model: Model, session: imap.Session, batch: list[int], cap: int | None) -> list[Scored | Problem]:
     """The batch's messages scored, in order; one the server cannot give is a Problem."""
-    try:
-        found = imap.fetch(client, batch, cap)
-    except imaplib.IMAP4.error:  # one broken message fails the whole FETCH: ask for each alone
-        found = {}
-        for uid in batch:
-            with contextlib.suppress(imaplib.IMAP4.error):
-                found.update(imap.fetch(client, [uid], cap))
+    found, failed = imap.fetch_surviving(session, batch, cap)
+    folder = session.where.folder
     items = [
-        Message(name, found[uid]) if uid in found else Problem(name, f"the server did not give it; left in {where.folder}")
+        Message(name, found[uid]) if uid in found else Problem(name, f"{failed.get(uid, 'the server did not give it')}; left in {folder}")
         for uid in batch
-        for name in [imap.message_id(where, uidvalidity, uid)]
+        for name in [imap.message_id(session.where, session.uidvalidity, uid)]
     ]
     return list(classifier.classify(model, items))
 

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from spamnb.bayes import nb
-from spamnb.bayes.features import Vocabulary
+from spamnb.bayes.vocabulary import Vocabulary
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
-from spamnb.models.model import Model
+from spamnb.models.model import Model, summed_with
 from spamnb.run.classifier import CALIBRATION_MIN, learn
 
 CLASS_NAMES = {nb.HAM: "ham", nb.SPAM: "spam"}
@@ -44,19 +44,12 @@ class MergeReport:
 
 
 def check_settings(names: Sequence[str], models: Sequence[Model]) -> None:
-    """Every model tokenises and weights as the first does: counts of different tokens,
-    or sums of differently transformed messages, do not add; and scores the numeric
-    features as it does: one without them holds none to add."""
-    first, weighting = models[0].tokens, models[0].counts.weighting
+    """Every model's counts were summed as the first's (`model.summed_with`): others do not add."""
+    first = summed_with(models[0].tokens, models[0].scoring)
     for name, model in zip(names[1:], models[1:], strict=True):
-        if model.tokens != first:
-            raise MergeError(f"{name} was trained with tokeniser settings {model.tokens.to_json()}, {names[0]} with {first.to_json()}: their counts cannot be added")
-        if model.counts.weighting != weighting:
-            raise MergeError(
-                f"{name} was trained with {model.counts.weighting.as_options()}, {names[0]} with {weighting.as_options()}: their counts cannot be added"
-            )
-        if model.scoring.meta != models[0].scoring.meta:
-            raise MergeError(f"{name} was trained with --meta {model.scoring.meta}, {names[0]} with --meta {models[0].scoring.meta}: their counts cannot be added")
+        for theirs, ours in zip(summed_with(model.tokens, model.scoring), first, strict=True):
+            if theirs != ours:
+                raise MergeError(f"{name} was trained with {theirs}, {names[0]} with {ours}: their counts cannot be added")
 
 
 def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int | None) -> tuple[list[dict[bytes, int]], int, int]:

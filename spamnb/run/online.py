@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb.bayes import meta
-from spamnb.bayes.features import Rows
+from spamnb.bayes.vocabulary import Rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Problem
 from spamnb.models import journal

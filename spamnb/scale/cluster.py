@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from spamnb.bayes import nb
-from spamnb.bayes.features import Chunk, Vocabulary
+from spamnb.bayes.vocabulary import Chunk, Vocabulary
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Located, Message, Problem, read_located
 from spamnb.models.model import Model
 from spamnb.run import classifier
-from spamnb.text.tokens import Tokenizer, TokenSettings
+from spamnb.text.tokens import TokenSettings
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -195,26 +195,25 @@ def send(client: Client, work: Work) -> Future:
 
 class Plan(NamedTuple):
     """One shard's learning, decided by the client from the digests: the messages (by
-    their place among the shard's items) whose counts change, and how."""
+    their place among the shard's items) whose counts change, and how (`change.which`:
+    each change's message's index in picks)."""
 
     picks: list[int]
     keys: list[bytes]
-    which: list[int]  # per change, its message's index in picks
-    classes: list[int]
-    signs: list[int]
+    change: classifier.Changes
 
 
 class Partial(NamedTuple):
     """The count changes of a run of shards (learnt minus forgotten) over its own
     vocabulary (columns by first sight); the client adds the root's into the model.
 
-    `sample`: the calibration's messages among them, (offer number, columns, counts,
-    fields, numeric features, class), as `classifier.Reservoir` would hold them.
+    `sample`: the calibration's messages among them, (offer number, sample), as
+    `classifier.Reservoir` would hold them.
     `moments`: the numeric features' (spamnb.bayes.meta), signed: exact, so never below zero."""
 
     tokens: list[str]
     counts: nb.Counts
-    sample: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int]]
+    sample: list[tuple[int, classifier.Sampled]]
     moments: np.ndarray
 
 
@@ -253,20 +252,15 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
     model = Model(vocab=vocab, counts=nb.Counts.empty(weighting=work.step.weighting))
     sample = []
     offer, keep = first_offer, set(wanted)
-    which, classes, signs = (np.asarray(a, dtype=np.int64) for a in (plan.which, plan.classes, plan.signs))
+    which, classes, signs = (np.asarray(a, dtype=np.int64) for a in plan.change[1:])
     for start in range(0, len(datas), work.chunk):
         chunk = classifier.tokenise_chunk(work.step, datas[start : start + work.chunk])
         here = (which >= start) & (which < start + work.chunk)
-        change = classifier._Changes(0, (which[here] - start).tolist(), classes[here].tolist(), signs[here].tolist())
+        change = classifier.Changes(0, (which[here] - start).tolist(), classes[here].tolist(), signs[here].tolist())
         mapping = classifier.apply_changes(model, vocab, chunk, change)
-        rows = chunk.rows
-        starts = np.concatenate(([0], np.cumsum(rows.lengths)))
-        for i, cls in zip(which[here & (signs > 0)] - start, classes[here & (signs > 0)], strict=True):
+        for learnt in classifier.learnt_in(chunk, change, mapping):
             if offer in keep:
-                part = slice(starts[i], starts[i + 1])
-                fields = None if rows.fields is None else rows.fields[part]
-                numeric = None if chunk.numeric is None else chunk.numeric[i]
-                sample.append((offer, mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, int(cls)))
+                sample.append((offer, learnt))
             offer += 1
     model.counts.grow(len(vocab))
     return Partial(vocab.tokens, model.counts, sample, model.moments)
@@ -285,7 +279,7 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     vocab = Vocabulary(a.tokens)
     cols = np.asarray(vocab.grow(b.tokens), dtype=np.int64)
     width = len(vocab)
-    sample = a.sample + [(offer, cols[c], counts, fields, numeric, cls) for offer, c, counts, fields, numeric, cls in b.sample]
+    sample = a.sample + [(offer, s._replace(cols=cols[s.cols])) for offer, s in b.sample]
     return Partial(vocab.tokens, added(a.counts, b.counts, cols, width), sample, a.moments + b.moments)
 
 
@@ -322,7 +316,7 @@ def learn(
     sizes: list[int] = []  # messages and Problems per shard
     offers = classifier.Offers()
     for fut in client.map(shard_keys, parts, max_bytes=max_bytes, pure=False):
-        plan = Plan([], [], [], [], [])
+        plan = Plan([], [], classifier.Changes(0, [], [], []))
         first_offers.append(offers.count)
         entries = fut.result()
         for pos, entry in enumerate(entries):
@@ -332,12 +326,7 @@ def learn(
             message_id, new, olds, cls = entry
             key = new if new in model.learnt else headers.first_known(new, olds, model.learnt.__contains__)
             changes = classifier.changes_of(model, report, message_id, cls, key, forget)
-            for c, sign in changes:
-                plan.which.append(len(plan.picks))
-                plan.classes.append(c)
-                plan.signs.append(sign)
-                if sign > 0:
-                    offers.add(key)
+            plan.change.record(len(plan.picks), changes, offers, key)
             if changes:
                 plan.picks.append(pos)
                 plan.keys.append(key)
@@ -378,9 +367,8 @@ def learn(
     counts.clamp()  # as classifier.learn: once, after all the changes
     model.moments += root.moments
     if root.sample:
-        by_offer = {s[0]: s for s in root.sample}
-        items = [by_offer[offer] for offer in slots]
-        classifier.calibrate_on(model, [(cols[c], n, f, q, k) for _, c, n, f, q, k in items], jobs)
+        by_offer = dict(root.sample)
+        classifier.calibrate_on(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
     return report
 
 
@@ -434,7 +422,7 @@ def tokenise_labelled(
     """`classifier.tokenise_labelled` on the cluster.  Cross-validation then runs on the
     client, as without --dask: its folds need every message's rows (the client holds the
     count rows, as a local eval does, never the mail)."""
-    work = send(client, Work(classifier.Tokenise(Tokenizer(tokens), by_field=False, numeric=numeric), classifier.chunk_size(jobs), tokens.max_bytes))
+    work = send(client, Work(classifier.Tokenise.for_folds(tokens, numeric), classifier.chunk_size(jobs), tokens.max_bytes))
     got = classifier.Gathered.empty()
     for items, chunks in in_order(client, shard_rows, shards(located, shard), work):
         for item in items:

@@ -406,7 +406,7 @@ def subject_pairs(words: list[str]) -> list[str]:
     were worse: 1-AUC 0.0239%, FN 133.
     """
     plain = [w for w in words if not DIGIT.search(w)]
-    # Joined by `_`, which no word holds: tokens hold no white space (features.SEPARATOR).
+    # Joined by `_`, which no word holds: tokens hold no white space (vocabulary.SEPARATOR).
     return [f"subject:{a}_{b}" for a, b in pairwise(plain)]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spamnb.bayes.features import Rows
+from spamnb.bayes.vocabulary import Rows
 from spamnb.run import classifier
 
 
