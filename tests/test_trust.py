@@ -496,6 +496,16 @@ def test_12_merging_an_other_with_invalid_utf8_tokens_names_it(small: Path, tmp_
     assert done.stderr.decode().startswith(f"spamnb: error: {other}: damaged spamnb model (") and len(done.stderr.splitlines()) == 1
 
 
+def test_12_a_full_stdout_is_named(small: Path, tmp_path: Path) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    (tmp_path / "one.eml").write_bytes(PROBES[0])
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([str(SPAMNB), "classify", "-m", str(small), str(tmp_path / "one.eml")], stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == 3
+    assert done.stderr.decode().splitlines() == ["spamnb: error: cannot write to standard output (No space left on device); what was written of it is incomplete"]
+
+
 def test_12_a_journal_count_past_any_message_is_damage_on_both_paths(small: Path, copy_of: Callable[[Path], Path], tmp_path: Path) -> None:
     model = copy_of(small)
     learn_some(model, tmp_path, 1)

@@ -95,13 +95,23 @@ def guarded(fn: F) -> F:
         except (ValueError, OSError) as err:
             if debug:
                 traceback.print_exc()
-            raise Failure(str(err)) from err
+            raise Failure(unnamed_write_error(err) or str(err)) from err
         except Exception as err:
             if debug:
                 traceback.print_exc()
             raise Failure(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)") from err
 
     return wrapper  # type: ignore[return-value]
+
+
+def unnamed_write_error(err: BaseException) -> str:
+    """A full disk (or quota, or I/O error) that names no file: every file spamnb writes
+    (model, journal, lock) is named where it fails, so this was standard output."""
+    import errno
+
+    if isinstance(err, OSError) and err.filename is None and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return f"cannot write to standard output ({err.strerror}); what was written of it is incomplete"
+    return ""
 
 
 def model_option(required_default: bool = True) -> Callable[[F], F]:
