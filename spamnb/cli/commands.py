@@ -589,6 +589,11 @@ def train(
     metavar="N",
     help="With --pipe: name the N strongest tokens in the header, each with its share of ln(P / (1 - P)) as inspect --explain shows it (0: none).",
 )
+@click.option(
+    "--sa-headers", is_flag=True,
+    help="With --pipe: SpamAssassin's X-Spam-Flag (spam only), X-Spam-Level and X-Spam-Status beside X-Spamnb, for filters written for it.",
+)
+@click.option("--tag-subject", metavar="TEXT", default=None, help="With --pipe: put TEXT (printable ASCII) before a spam's Subject, e.g. '[SPAM] '.")
 @imap_options
 @cutoff_options
 @jobs_option
@@ -603,6 +608,8 @@ def classify(
     pipe: bool,
     exit_zero: bool,
     reasons: int,
+    sa_headers: bool,
+    tag_subject: str | None,
     spam_cutoff: float | None,
     ham_cutoff: float | None,
     jobs: int,
@@ -619,10 +626,13 @@ def classify(
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
         refuse = refuse or ("--pipe filters one message here and does not go with --dask" if dask_address else "")
+        refuse = refuse or (pipe_filter.tag_problem(tag_subject) if tag_subject is not None else "")
         cutoffs = (spam_cutoff, ham_cutoff)
-        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons))
-    if exit_zero or reasons:
-        raise click.UsageError(f"{'--exit-zero' if exit_zero else '--reasons'} goes with --pipe")
+        markup = pipe_filter.Markup(sa_headers, tag_subject or "")
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons, markup))
+    for name, given in (("--exit-zero", exit_zero), ("--reasons", reasons), ("--sa-headers", sa_headers), ("--tag-subject", tag_subject is not None)):
+        if given:
+            raise click.UsageError(f"{name} goes with --pipe")
     classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address, access)
 
 

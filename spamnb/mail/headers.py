@@ -186,6 +186,28 @@ def spamassassin_fields(verdict: str, score: float, threshold: float) -> list[tu
     return [*fields, (b"X-Spam-Level", "*" * int(points)), (b"X-Spam-Status", status)]
 
 
+SUBJECT_FIELD = re.compile(rb"^Subject[ \t]*:[ \t]*", re.I | re.M)
+
+
+def tag_subject(data: bytes, tag: str) -> bytes:
+    """The message with `tag` (printable ASCII) before its Subject's text, as SpamAssassin's
+    `rewrite_header Subject` does: once (a Subject that starts with it already is left as it
+    is, so a second filter on the way adds none); a message with no Subject gets one."""
+    envelope, head, rest = split_message(data)
+    cut = fields_end(head)
+    text = tag.encode("ascii")
+    match = SUBJECT_FIELD.search(lf_view(head), 0, cut)
+    if match is None:
+        fields, after = head[:cut], head[cut:]
+        newline = line_end(fields, envelope, head, rest)
+        if fields and not fields.endswith((b"\n", b"\r")):
+            fields += newline
+        return envelope + fields + b"Subject: " + text.rstrip() + newline + after + rest
+    if head.startswith(text, match.end()):
+        return data
+    return envelope + head[: match.end()] + text + head[match.end() :] + rest
+
+
 def unstamped(data: bytes, limit: int | None = None) -> bytes:
     """The message as it is learnt and scored: no envelope line, no verdict header, so
     that it reads the same before and after the pipe; at most `limit` bytes, of its first

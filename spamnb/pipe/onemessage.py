@@ -300,7 +300,8 @@ class VocabularySums:
 
 # `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`);
 # `floor`: the ham-loss floor's P where the floor decided the verdict (scoring.Decision).
-Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons", "floor"), defaults=((), None))
+# `threshold`: the P(spam) a spam verdict needs (Scoring.spam_threshold), SpamAssassin's `required`.
+Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons", "floor", "threshold"), defaults=((), None, 1.0))
 
 
 def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, float]]:
@@ -346,8 +347,9 @@ def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | Non
         numeric: list[int] | None = [] if full.scoring.meta != "none" else None  # type: ignore[attr-defined]
         e = full.explain(model.tokenize(data, numeric), numeric)  # type: ignore[attr-defined, operator]
         p = trust.check_score(full.scoring.probability(e.log_odds))  # type: ignore[attr-defined]
-        verdict, floor = full.scoring.with_cutoffs(*cutoffs).decide(p)  # type: ignore[attr-defined]
-        return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor)
+        scoring = full.scoring.with_cutoffs(*cutoffs)  # type: ignore[attr-defined]
+        verdict, floor = scoring.decide(p)
+        return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor, scoring.spam_threshold()[0])
     numeric = [] if model.scoring.meta != "none" else None
     distinct = Counter(model.tokenizer()(data, numeric))
     shares = [0.0] * len(distinct) if reasons else None
@@ -355,8 +357,9 @@ def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | Non
     p = trust.check_score(model.scoring.probability(lo))
     a, _ = model.scoring.calibration
     why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []
-    verdict, floor = model.scoring.with_cutoffs(*cutoffs).decide(p)
-    return Verdict(lo, p, verdict, why, floor)
+    scoring = model.scoring.with_cutoffs(*cutoffs)
+    verdict, floor = scoring.decide(p)
+    return Verdict(lo, p, verdict, why, floor, scoring.spam_threshold()[0])
 
 
 def spam_threshold(model: OneModel | Loaded, cutoffs: tuple[float | None, float | None] = (None, None)) -> float:
