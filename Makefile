@@ -59,6 +59,7 @@ test-pure: install
 bench: install
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/hostile.py
+	$(BIN)/python bench/serve.py
 
 # IMAP throughput on a throwaway Dovecot: train from an IMAP folder against the same maildir,
 # and imap-filter, on 5,000 messages of the SpamAssassin corpus (docs/measurements.md).

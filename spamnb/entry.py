@@ -53,7 +53,10 @@ def pipe_main(args: list[str]) -> int:
     options = pipe.parse_options(args)
     if options is not None:
         return pipe.main(*options)
-    refuse = f"classify --pipe takes no SRC and no option but -m/--model MODEL, --spam-cutoff P, --ham-cutoff P, --exit-zero, --reasons N (a whole number, 0 or more), got {' '.join(args)!r}"
+    refuse = (
+        "classify --pipe takes no SRC and no option but -m/--model MODEL, --spam-cutoff P, --ham-cutoff P, --exit-zero, "
+        f"--reasons N (a whole number, 0 or more), --sa-headers, --tag-subject TEXT (printable ASCII), got {' '.join(args)!r}"
+    )
     return pipe.run(None, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse)
 
 

@@ -39,6 +39,7 @@ from tests.test_readme import (
     blocks,
     commands,
     deliver,
+    delivered,
     mailhome,  # noqa: F401 - a fixture
     needs_procmail,
     section,
@@ -545,3 +546,67 @@ def test_the_system_wide_procmail_recipe_gives_each_user_their_own_model(tmp_pat
         assert stamp, filed.read_bytes()[:300]
         scores[user] = float(stamp.group(1))
     assert scores["alice"] > 0.5 > scores["bob"], scores
+
+
+# --- 7. SpamAssassin's headers and a subject tag, on request ---------------------------------
+
+
+SA_FIELD = re.compile(rb"^X-Spam-[A-Za-z-]+: .*\n", re.M)
+
+
+def head_of(data: bytes) -> bytes:
+    return data.split(b"\n\n", 1)[0] + b"\n"
+
+
+def test_the_pipe_writes_spamassassins_headers_and_tags_spam_on_request(model: Path) -> None:
+    """What SpamAssassin users' filters look for: X-Spam-Flag: YES and X-Spam-Status: Yes on
+    spam (No on the rest), and `[SPAM] ` before a spam's Subject; every other byte as it came."""
+    seen = set()
+    for path in [*SAMPLE_SPAM[:12], *SAMPLE_HAM[:12]]:
+        data = path.read_bytes()
+        plain = spamnb("classify", "--pipe", "-m", model, stdin=data)
+        tagged = spamnb("classify", "--pipe", "--sa-headers", "--tag-subject", "[SPAM] ", "-m", model, stdin=data)
+        assert tagged.returncode == plain.returncode, tagged.stderr.decode()
+        assert not SA_FIELD.search(head_of(plain.stdout))  # nothing changes without the options
+        verdict = STAMP.search(tagged.stdout).group(1).decode()  # type: ignore[union-attr]
+        seen.add(verdict)
+        head = head_of(tagged.stdout)
+        status = re.search(rb"^X-Spam-Status: (Yes|No), score=(\d+\.\d) required=(\d+\.\d)", head, re.M)
+        assert status, head.decode(errors="replace")
+        assert (status.group(1) == b"Yes") == (verdict == "spam") == (b"X-Spam-Flag: YES\n" in head)
+        assert float(status.group(2)) >= float(status.group(3)) if verdict == "spam" else True
+        subject = re.search(rb"^Subject:[ \t]*", data, re.M | re.I)
+        if verdict == "spam" and subject:
+            assert re.search(rb"^Subject:[ \t]*\[SPAM\] ", tagged.stdout, re.M | re.I)
+        # less the fields and the tag, the message is the one the plain pipe wrote
+        back = SA_FIELD.sub(b"", tagged.stdout).replace(b"[SPAM] ", b"", 1 if verdict == "spam" else 0)
+        assert back == plain.stdout
+        # filtered again (a second filter on the way), still one tag and one of each field
+        again = spamnb("classify", "--pipe", "--sa-headers", "--tag-subject", "[SPAM] ", "-m", model, stdin=tagged.stdout).stdout
+        assert again.count(b"[SPAM] ") == tagged.stdout.count(b"[SPAM] ") and again.count(b"X-Spam-Status:") == 1
+    assert "spam" in seen and len(seen) > 1, seen
+
+
+def test_a_tag_must_be_printable_ascii(model: Path) -> None:
+    data = SAMPLE_SPAM[0].read_bytes()
+    done = spamnb("classify", "--pipe", "--tag-subject", "[СПАМ]\n", "-m", model, stdin=data)
+    assert done.returncode == 3 and done.stdout == data  # the mail passes through, unchanged
+    assert done.stderr.decode().count("\n") == 1
+
+
+@needs_procmail
+def test_the_spamassassin_recipe_files_by_its_flag(mailhome: tuple[Path, list[bytes]]) -> None:  # noqa: F811
+    home, new = mailhome
+    recipe = next(b for b in blocks("procmail") if "--sa-headers" in b)
+    (home / ".procmailrc").write_text(as_printed(recipe))
+    for message in new:
+        done = deliver(home, message)
+        assert (done.returncode, done.stderr) == (0, b""), done.stderr.decode()
+    folders = delivered(home)
+    assert folders.get("Spam") and folders.get("INBOX")
+    for data in folders["Spam"]:
+        assert STAMP.search(data).group(1) == b"spam"  # type: ignore[union-attr]
+        assert b"\nX-Spam-Flag: YES\n" in data and re.search(rb"^Subject: \[SPAM\] ", data, re.M)
+    for data in folders["INBOX"]:
+        assert STAMP.search(data).group(1) != b"spam"  # type: ignore[union-attr]
+        assert b"X-Spam-Flag" not in data and b"\nX-Spam-Status: No, " in data and b"[SPAM]" not in data

@@ -589,6 +589,11 @@ def train(
     metavar="N",
     help="With --pipe: name the N strongest tokens in the header, each with its share of ln(P / (1 - P)) as inspect --explain shows it (0: none).",
 )
+@click.option(
+    "--sa-headers", is_flag=True,
+    help="With --pipe: SpamAssassin's X-Spam-Flag (spam only), X-Spam-Level and X-Spam-Status beside X-Spamnb, for filters written for it.",
+)
+@click.option("--tag-subject", metavar="TEXT", default=None, help="With --pipe: put TEXT (printable ASCII) before a spam's Subject, e.g. '[SPAM] '.")
 @imap_options
 @cutoff_options
 @jobs_option
@@ -603,6 +608,8 @@ def classify(
     pipe: bool,
     exit_zero: bool,
     reasons: int,
+    sa_headers: bool,
+    tag_subject: str | None,
     spam_cutoff: float | None,
     ham_cutoff: float | None,
     jobs: int,
@@ -619,10 +626,13 @@ def classify(
         # Even a usage error passes the message through: the caller may be procmail.
         refuse = "--pipe reads one message from stdin and takes no SRC" if sources else ""
         refuse = refuse or ("--pipe filters one message here and does not go with --dask" if dask_address else "")
+        refuse = refuse or (pipe_filter.tag_problem(tag_subject) if tag_subject is not None else "")
         cutoffs = (spam_cutoff, ham_cutoff)
-        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons))
-    if exit_zero or reasons:
-        raise click.UsageError(f"{'--exit-zero' if exit_zero else '--reasons'} goes with --pipe")
+        markup = pipe_filter.Markup(sa_headers, tag_subject or "")
+        ctx.exit(pipe_filter.run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, refuse, cutoffs, exit_zero, reasons, markup))
+    for name, given in (("--exit-zero", exit_zero), ("--reasons", reasons), ("--sa-headers", sa_headers), ("--tag-subject", tag_subject is not None)):
+        if given:
+            raise click.UsageError(f"{name} goes with --pipe")
     classify_batch(ctx, model_path, sources or ("-",), as_json, jobs, (spam_cutoff, ham_cutoff), dask_address, access)
 
 
@@ -935,6 +945,54 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
             continue
         out.print(report.explanation_line(item.id, verdict, score, e, floor))
         out.print(report.explanation_table(shown))
+
+
+@cli.command(epilog="\b\nExamples:\n  spamnb serve -m ~/.local/share/spamnb/model.npz --listen 127.0.0.1:7830\n  spamnb serve --listen unix:/run/spamnb/spamd.sock --socket-mode 0660 --allow-tell\n  spamc -d 127.0.0.1 -p 7830 -c < message.eml\n\n\b\nExit status:\n  0    stopped by SIGTERM or SIGINT\n  2    usage error\n  3    the model or the address cannot be used")
+@model_option()
+@click.option("--listen", default="127.0.0.1:783", show_default=True, metavar="ADDRESS", help="HOST:PORT, [IPV6]:PORT or unix:PATH (PORT 0: any free port, logged).")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Processes answering requests (one per core).")
+@click.option("--connections", type=click.IntRange(1, 4096), default=64, show_default=True, help="Requests answered at once, in all; more wait for a free one.")
+@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS", help="A request must arrive within this time (the reply too), or the connection is closed.")
+@click.option("--max-size", type=click.IntRange(1, 256 << 20), default=4 << 20, show_default=True, metavar="BYTES", help="Larger messages are passed back unscanned.")
+@click.option("--socket-mode", default="0600", show_default=True, metavar="OCTAL", help="Permissions of a unix:PATH socket.")
+@click.option("--allow", "allow", multiple=True, metavar="NETWORK", help="Clients allowed over TCP (repeat). [default: 127.0.0.0/8 and ::1]")
+@click.option("--allow-tell", is_flag=True, help="Let clients teach the model (spamc -L spam|ham|forget), as spamd's --allow-tell.")
+@click.option("--models", "models_dir", type=click.Path(file_okay=False), default=None, metavar="DIR", help="Per-user models: a request's User: picks DIR/USER.npz where it exists, else --model.")
+@click.option("--reasons", type=click.IntRange(0), default=0, show_default=True, metavar="N", help="X-Spamnb names the N strongest tokens, as classify --pipe --reasons.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None, metavar="FILE", help="Log to FILE (reopened on SIGHUP). [default: stderr]")
+@cutoff_options
+@guarded
+def serve(
+    model_path: str, listen: str, workers: int, connections: int, timeout: float, max_size: int, socket_mode: str, allow: tuple[str, ...],
+    allow_tell: bool, models_dir: str | None, reasons: int, log_path: str | None, spam_cutoff: float | None, ham_cutoff: float | None,
+) -> None:
+    """Answer spamc and every spamd client (SPAMC/SPAMD protocol 1.5) with the model resident.
+
+    Spam: True (spamc -c exit 1, X-Spam-Flag: YES) exactly when the verdict is spam;
+    scores are 10 x P(spam) against 10 x the spam cut-off.  SIGHUP rereads the models
+    and reopens the log; SIGTERM finishes the requests in hand and stops.
+    """
+    import ipaddress
+
+    from spamnb.serve import answer, server
+
+    try:
+        mode = int(socket_mode, 8)
+        networks = tuple(ipaddress.ip_network(n, strict=False) for n in allow) or server.LOOPBACK
+    except ValueError as err:
+        raise click.UsageError(f"--socket-mode or --allow: {err}") from err
+    if not 0 <= mode <= 0o777:
+        raise click.UsageError(f"--socket-mode {socket_mode}: not a file mode")
+    options = server.Options(listen, workers, connections, timeout, max_size, mode, networks, log_path)
+    settings = answer.Settings(model_path, models_dir, allow_tell, (spam_cutoff, ham_cutoff), reasons)
+    from spamnb.models.scoring import CutoffError
+
+    try:
+        status = server.main(options, settings)
+    except CutoffError as err:
+        raise click.UsageError(str(err)) from None
+    if status:
+        sys.exit(status)
 
 
 @cli.command(epilog="\b\nExamples:\n  spamnb dump > model.txt\n  spamnb dump -m model.npz backup.txt\n\n\b\nExit status:\n  0    done\n  2    usage error\n  3    the model cannot be used, or FILE not written\n  130  interrupted (Ctrl-C)")

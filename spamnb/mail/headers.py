@@ -81,20 +81,29 @@ def split_lf(data: bytes) -> tuple[bytes, bytes, bytes]:
     return envelope, data[:newline_end], data[newline_end:]
 
 
-def without_verdict(head: bytes) -> bytes:
-    """The header block less any verdict header (ours or a forgery) with its folded lines."""
+def without_verdict(head: bytes, names: tuple[bytes, ...] = (VERDICT_NAME,)) -> bytes:
+    """The header block less any verdict header (ours or a forgery) with its folded lines;
+    with `names`, less any field of those names (`stamp`'s `more`)."""
     # Most mail has none: a plain search of the lowered block says so in a fifth of the
     # time the pattern takes to scan it.
-    if VERDICT_NAME.lower() not in head.lower():
+    lowered = head.lower()
+    if not any(name.lower() in lowered for name in names):
         return head
+    pattern = VERDICT_LINE if names == (VERDICT_NAME,) else field_lines(names)
     view = lf_view(head)
     if view is head:
-        return VERDICT_LINE.sub(b"", head)
+        return pattern.sub(b"", head)
     kept, at = [], 0
-    for match in VERDICT_LINE.finditer(view):
+    for match in pattern.finditer(view):
         kept.append(head[at : match.start()])
         at = match.end()
     return b"".join(kept) + head[at:]
+
+
+def field_lines(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """VERDICT_LINE for fields of any of `names`."""
+    alternatives = b"|".join(re.escape(name) for name in names)
+    return re.compile(rb"^(?:" + alternatives + rb")[ \t]*:.*(?:\r?\n[ \t].*)*(?:\r?\n|$)", re.I | re.M)
 
 
 def fields_end(head: bytes) -> int:
@@ -120,16 +129,17 @@ def line_end(before: bytes, *others: bytes) -> bytes:
 NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
-def stamp(data: bytes, value: str) -> bytes:
+def stamp(data: bytes, value: str, more: Sequence[tuple[bytes, str]] = ()) -> bytes:
     """The message with `X-Spamnb: value` after its last field, replacing any already there
-    (`value`: ASCII, its continuation lines after "\n").
+    (`value`: ASCII, its continuation lines after "\n"); then each (name, value) of `more`
+    (`spamassassin_fields`), likewise replacing any field of its name.
 
     Everything else passes through byte for byte, with one exception: a header-only
     message (or a lone envelope line) missing its final newline gets one, since the
     new header needs a line of its own.
     """
     envelope, head, rest = split_message(data)
-    head = without_verdict(head)
+    head = without_verdict(head, (VERDICT_NAME, *(name for name, _ in more)))
     cut = fields_end(head)
     fields, after = head[:cut], head[cut:]
     newline = line_end(fields, envelope, head, rest)
@@ -138,7 +148,7 @@ def stamp(data: bytes, value: str) -> bytes:
     if fields and not fields.endswith((b"\n", b"\r")):
         fields += newline
     # A folded value (`pipe.verdict_header`) breaks its lines at "\n": the message's own newline.
-    line = VERDICT_NAME + b": " + value.encode("ascii").replace(b"\n", newline) + newline
+    line = b"".join(name + b": " + text.encode("ascii").replace(b"\n", newline) + newline for name, text in ((VERDICT_NAME, value), *more))
     if not envelope and fields.startswith(b"From "):
         # Removing a verdict header bared a "From " line: after it, that line would read
         # as an envelope and the stamped message would digest differently.  Go first.
@@ -149,6 +159,53 @@ def stamp(data: bytes, value: str) -> bytes:
 # Bytes read beyond the tokeniser's cap: the envelope line and verdict headers it strips
 # before capping, so that what it sees does not depend on where the read stopped.
 HEADROOM = 1 << 16
+
+
+# SpamAssassin's fields, as spamd's PROCESS writes them (`spamnb serve`), beside X-Spamnb.
+# Their score is SpamAssassin-style points: SA_POINTS times P(spam), 0 to 10, and
+# `required` SA_POINTS times the P a spam verdict needs.
+SA_POINTS = 10.0
+
+
+def spamassassin_tests(verdict: str) -> str:
+    """The one "rule" a message hits, as SYMBOLS and X-Spam-Status name it: SPAMNB_SPAM, SPAMNB_HAM or SPAMNB_UNSURE."""
+    return f"SPAMNB_{verdict.upper()}"
+
+
+def spamassassin_fields(verdict: str, score: float, threshold: float) -> list[tuple[bytes, str]]:
+    """X-Spam-Checker-Version, X-Spam-Flag (a spam verdict only), X-Spam-Level and X-Spam-Status
+    for `stamp`'s `more`: `score` is P(spam), `threshold` the P a spam verdict needs.  "Yes" and
+    the flag exactly when the verdict is spam (unsure is "No"), as SpamAssassin's mean."""
+    from spamnb import __version__
+
+    points, required = SA_POINTS * score, SA_POINTS * threshold
+    yes = verdict == "spam"
+    status = f"{'Yes' if yes else 'No'}, score={points:.1f} required={required:.1f} tests={spamassassin_tests(verdict)}"
+    fields = [(b"X-Spam-Checker-Version", f"spamnb {__version__}")]
+    fields += [(b"X-Spam-Flag", "YES")] if yes else []
+    return [*fields, (b"X-Spam-Level", "*" * int(points)), (b"X-Spam-Status", status)]
+
+
+SUBJECT_FIELD = re.compile(rb"^Subject[ \t]*:[ \t]*", re.I | re.M)
+
+
+def tag_subject(data: bytes, tag: str) -> bytes:
+    """The message with `tag` (printable ASCII) before its Subject's text, as SpamAssassin's
+    `rewrite_header Subject` does: once (a Subject that starts with it already is left as it
+    is, so a second filter on the way adds none); a message with no Subject gets one."""
+    envelope, head, rest = split_message(data)
+    cut = fields_end(head)
+    text = tag.encode("ascii")
+    match = SUBJECT_FIELD.search(lf_view(head), 0, cut)
+    if match is None:
+        fields, after = head[:cut], head[cut:]
+        newline = line_end(fields, envelope, head, rest)
+        if fields and not fields.endswith((b"\n", b"\r")):
+            fields += newline
+        return envelope + fields + b"Subject: " + text.rstrip() + newline + after + rest
+    if head.startswith(text, match.end()):
+        return data
+    return envelope + head[: match.end()] + text + head[match.end() :] + rest
 
 
 def unstamped(data: bytes, limit: int | None = None) -> bytes:

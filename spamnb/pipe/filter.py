@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import namedtuple
 
 from spamnb.mail import headers
 from spamnb.pipe.argv import options_of
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import BinaryIO, TextIO
 
+    from spamnb.pipe.onemessage import Verdict
+
 EXIT = {"spam": 0, "ham": 1, "unsure": 2}
 EXIT_ERROR = 3
 READ_SIZE = 1 << 16
@@ -40,6 +43,21 @@ AFTERWORD = "; message passed through unchanged"
 
 # `--spam-cutoff` / `--ham-cutoff` for this message: (spam, ham), None for the model's.
 MODEL_CUTOFFS: tuple[float | None, float | None] = (None, None)
+
+
+# What the pipe writes beside X-Spamnb on request: SpamAssassin's fields (`--sa-headers`,
+# `headers.spamassassin_fields`) and a tag before a spam's Subject (`--tag-subject`), so
+# that filters and mail-reader rules written for SpamAssassin keep working.
+Markup = namedtuple("Markup", ("sa_headers", "subject_tag"), defaults=(False, ""))
+NO_MARKUP = Markup()
+
+
+def tag_problem(tag: str) -> str:
+    """Why `tag` cannot go before a Subject ("" when it can): it must be printable ASCII,
+    since a header holds no other bytes unencoded."""
+    if not tag or not all(" " <= ch <= "~" for ch in tag):
+        return f"--tag-subject takes printable ASCII text, not {tag!r}"
+    return ""
 
 
 class InputError(Exception):
@@ -117,8 +135,11 @@ def describe(err: BaseException) -> str:
     return f"internal error ({type(err).__name__}{': ' + text if text else ''})"
 
 
-def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, reasons: int = 0) -> tuple[bytes, int]:
-    """The stamped message and its exit status; `reasons`: how many tokens the header names."""
+def filter_message(
+    model_path: str | None, data: bytes, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, reasons: int = 0, markup: Markup = NO_MARKUP
+) -> tuple[bytes, int]:
+    """The stamped message and its exit status; `reasons`: how many tokens the header names;
+    `markup`: SpamAssassin's fields and a spam's Subject tag, as asked."""
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
@@ -126,10 +147,19 @@ def filter_message(model_path: str | None, data: bytes, cutoffs: tuple[float | N
     from spamnb.pipe import onemessage
 
     try:  # the model held against a rewrite in place while it is read (npzview.open_members' `hold`)
-        _, score, verdict, why, floor = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons, hold=True)
+        verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons, hold=True)
     finally:
         npzview.release()
-    return headers.stamp(data, verdict_header(verdict, score, why, floor)), EXIT[verdict]
+    more = headers.spamassassin_fields(verdict.verdict, verdict.score, verdict.threshold) if markup.sa_headers else ()
+    out = stamped(data, verdict, more)
+    if markup.subject_tag and verdict.verdict == "spam":
+        out = headers.tag_subject(out, markup.subject_tag)
+    return out, EXIT[verdict.verdict]
+
+
+def stamped(data: bytes, verdict: Verdict, more: Sequence[tuple[bytes, str]] = ()) -> bytes:
+    """The message with its X-Spamnb header (and `more` fields: `headers.stamp`)."""
+    return headers.stamp(data, verdict_header(verdict.verdict, verdict.score, verdict.reasons, verdict.floor), more)
 
 
 class Stopped(Exception):
@@ -187,14 +217,15 @@ def run(
     cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
     exit_zero: bool = False,
     reasons: int = 0,
+    markup: Markup = NO_MARKUP,
 ) -> int:
     """Filter one message; `model_path` None means the default model; `refuse` (a usage
     error) passes the message through unscored with that reason.  `exit_zero`: exit 0
     for every verdict, so that procmail's `:0 fw` takes the stamped message without
     logging a failure (3 stays 3: procmail then keeps its own copy).  `reasons`: the
-    header names the message's that many strongest tokens (0: none)."""
+    header names the message's that many strongest tokens (0: none).  `markup`: see Markup."""
     with StopSignals() as stop:
-        status, complaint = filter_stream(model_path, stdin, stdout, refuse, stop, cutoffs, exit_zero, reasons)
+        status, complaint = filter_stream(model_path, stdin, stdout, refuse, stop, cutoffs, exit_zero, reasons, markup)
     if complaint:
         with contextlib.suppress(Exception):
             stderr.write(f"spamnb: {complaint}\n")
@@ -211,6 +242,7 @@ def filter_stream(
     cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS,
     exit_zero: bool = False,
     reasons: int = 0,
+    markup: Markup = NO_MARKUP,
 ) -> tuple[int, str]:
     """Read, score and write one message: (exit status, a line for stderr or "")."""
     chunks: list[bytes] = []
@@ -221,7 +253,7 @@ def filter_stream(
             raise InputError(refuse)
         chunks[:] = [b"".join(chunks)]
         stop.check()
-        out, status = filter_message(model_path, chunks[0], cutoffs, reasons)
+        out, status = filter_message(model_path, chunks[0], cutoffs, reasons, markup)
         stop.check()  # the verdict came too late: the message goes out as it came
         chunks[:] = [out]
         if exit_zero:
@@ -266,18 +298,18 @@ def silence(stdout: BinaryIO) -> None:
         os.close(devnull)
 
 
-VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff", "--reasons")
+VALUED = ("-m", "--model", "--jobs", "--spam-cutoff", "--ham-cutoff", "--reasons", "--tag-subject")
 
 
-def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, float | None], bool, int] | None:
-    """(MODEL, cut-offs, --exit-zero, --reasons) of `[--debug|-q|--quiet]... classify --pipe
+def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, float | None], bool, int, Markup] | None:
+    """(MODEL, cut-offs, --exit-zero, --reasons, Markup) of `[--debug|-q|--quiet]... classify --pipe
     [OPTION]...`, OPTION one of -m/--model MODEL, --jobs N, --spam-cutoff P, --ham-cutoff P,
-    --exit-zero, --reasons N, -q/--quiet.  MODEL None: the default model.
+    --exit-zero, --reasons N, --sa-headers, --tag-subject TEXT, -q/--quiet.  MODEL None: the default model.
 
     None for anything else (including --help or a stray SRC), which the full command
     line then handles, errors and all.
     """
-    parsed = options_of(argv, "classify", ("--pipe", "-q", "--quiet", "--exit-zero"), VALUED)
+    parsed = options_of(argv, "classify", ("--pipe", "-q", "--quiet", "--exit-zero", "--sa-headers"), VALUED)
     if parsed is None or "--pipe" not in parsed[1]:
         return None
     values = dict(parsed[0])  # the last of an option given twice, as click takes it
@@ -286,10 +318,13 @@ def parse_options(argv: list[str]) -> tuple[str | None, tuple[float | None, floa
         reasons = int(values.get("--reasons", "0"))
     except ValueError:
         return None
-    if values.get("--model") == "" or reasons < 0:
+    tag = values.get("--tag-subject")
+    if values.get("--model") == "" or reasons < 0 or (tag is not None and tag_problem(tag)):
         return None
-    return values.get("--model"), (spam, ham), "--exit-zero" in parsed[1], reasons
+    return values.get("--model"), (spam, ham), "--exit-zero" in parsed[1], reasons, Markup("--sa-headers" in parsed[1], tag or "")
 
 
-def main(model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False, reasons: int = 0) -> int:
-    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero, reasons=reasons)
+def main(
+    model_path: str | None, cutoffs: tuple[float | None, float | None] = MODEL_CUTOFFS, exit_zero: bool = False, reasons: int = 0, markup: Markup = NO_MARKUP
+) -> int:
+    return run(model_path, sys.stdin.buffer, sys.stdout.buffer, sys.stderr, cutoffs=cutoffs, exit_zero=exit_zero, reasons=reasons, markup=markup)

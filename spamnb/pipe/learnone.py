@@ -21,6 +21,13 @@ from collections import Counter
 from spamnb.models import journal, lock, npzview
 from spamnb.pipe.argv import options_of
 
+# `typing` is off a learn's start-up: names for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from spamnb.mail.sources import Item
+
 LABEL_CLASS = {"ham": 0, "spam": 1}
 EXIT_PARTIAL, EXIT_ERROR = 1, 3
 
@@ -94,63 +101,110 @@ def notice(text: str) -> None:
     print(f"spamnb: {text}", file=sys.stderr, flush=True)
 
 
+class Outcome:
+    """What a learn did: counts of messages learnt, moved, already known and forgotten, the ids
+    of those never learnt (nothing to forget), the sources' problems, and the model's docs after."""
+
+    def __init__(self) -> None:
+        self.learnt = self.moved = self.already = self.forgotten = 0
+        self.never: list[str] = []
+        self.problems: list = []
+        self.docs = [0, 0]
+        self.postponed = ""  # why folding the journal into the model waits for a later learn
+
+
 def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: float | None = None, quiet: bool = False) -> int:
+    from spamnb.mail.sources import read_source
+
+    def items(max_bytes: int) -> Iterator[tuple[str, Item]]:
+        return ((label, item) for label, src in sources for item in not_mail_skipped(read_source(src, label, max_bytes)))
+
+    out = learn_items(model_path, items, forget, wait, notice)
+    for p in out.problems:
+        print(f"spamnb: {p.id}: {p.reason}", file=sys.stderr)
+    for message_id in out.never:
+        print(f"spamnb: {message_id}: never learnt, nothing to forget", file=sys.stderr)
+    if out.postponed:
+        print(f"spamnb: the messages are learnt (in the model's journal), but folding the journal into the model was postponed: {out.postponed}", file=sys.stderr)
+    done = f"forgot {out.forgotten}" if forget else f"learnt {out.learnt}, moved {out.moved}"
+    if not quiet or out.problems or out.never:  # as `train -q`: quiet unless something needs a look
+        print(f"{model_path}: {done}, already known {out.already}; model holds {out.docs[1]} spam and {out.docs[0]} ham", file=sys.stderr)
+    return EXIT_PARTIAL if out.problems or out.never else 0
+
+
+def learn_data(model_path: str, data: bytes, label: str | None, wait: float | None = None) -> str:
+    """One message in memory learnt as `label` (None: forgotten) as `train --LABEL -` [--forget] learns
+    it from stdin (`spamnb serve`'s TELL): 'learnt', 'moved', 'already', 'forgotten' or 'never'."""
+    from spamnb.mail.sources import Message, read_cap
+
+    def items(max_bytes: int) -> list[tuple[str, Item]]:
+        return [(label or "spam", item) for item in not_mail_skipped([Message("-", data[: read_cap(max_bytes)], label)])]
+
+    out = learn_items(model_path, items, label is None, wait)
+    if out.problems:
+        raise ValueError(out.problems[0].reason)
+    for name, n in (("learnt", out.learnt), ("moved", out.moved), ("forgotten", out.forgotten), ("never", len(out.never))):
+        if n:
+            return name
+    return "already"
+
+
+def not_mail_skipped(items: Iterable[Item]) -> Iterator[Item]:
+    """A message without a header block is no mail: a Problem, not learnt (`sources.screened`)."""
+    from spamnb.mail.sources import NOT_LEARNT, Problem, screened
+
+    return screened(items, lambda m: Problem(m.id, NOT_LEARNT, m.label))
+
+
+def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item]]], forget: bool, wait: float | None = None, told: Callable[[str], None] | None = None) -> Outcome:
+    """Learn (or forget) `items(max_bytes)`, (label, message) pairs, into the model's journal under its lock."""
     from spamnb.mail import headers
-    from spamnb.mail.sources import NOT_LEARNT, Problem, read_source, screened
+    from spamnb.mail.sources import Problem
     from spamnb.pipe import onemessage
     from spamnb.text.tokens import Tokenizer
 
-    problems, never, entries = [], [], []
-    learnt = moved = already = forgotten = 0
-    with lock.locked(model_path, wait, notice):
+    out, entries = Outcome(), []
+    with lock.locked(model_path, wait, told):
         model = onemessage.OneModel(model_path)
         if model.weighted is not None:
             raise npzview.NotPlain(model_path)  # the journal holds no weighted sums: the full command line learns
         tokenize = Tokenizer(model.tokens)
         now: dict[bytes, int | None] = {}  # this run's changes, on top of model and journal
-        for label, src in sources:
-            for item in screened(read_source(src, label, model.tokens.max_bytes), lambda m: Problem(m.id, NOT_LEARNT, m.label)):
-                if isinstance(item, Problem):
-                    problems.append(item)
+        for label, item in items(model.tokens.max_bytes):
+            if isinstance(item, Problem):
+                out.problems.append(item)
+                continue
+            cls = LABEL_CLASS[label]
+            key = headers.learnt_digest(item.data, model.tokens.max_bytes, lambda k: k in now or model.learnt_class(k) is not None)
+            before = now[key] if key in now else model.learnt_class(key)
+            if forget:
+                if before is None:
+                    out.never.append(item.id)
                     continue
-                cls = LABEL_CLASS[label]
-                key = headers.learnt_digest(item.data, model.tokens.max_bytes, lambda k: k in now or model.learnt_class(k) is not None)
-                before = now[key] if key in now else model.learnt_class(key)
-                if forget:
-                    if before is None:
-                        never.append(item.id)
-                        continue
-                    after, forgotten = None, forgotten + 1
-                elif before == cls:
-                    already += 1
-                    continue
+                after, out.forgotten = None, out.forgotten + 1
+            elif before == cls:
+                out.already += 1
+                continue
+            else:
+                after = cls
+                if before is not None:
+                    out.moved += 1
                 else:
-                    after = cls
-                    moved, learnt = (moved + 1, learnt) if before is not None else (moved, learnt + 1)
-                now[key] = after
-                numeric: list[int] | None = [] if model.scoring.meta != "none" else None
-                entries.append(journal.Entry(key, before, after, dict(Counter(tokenize(item.data, numeric))), numeric))
+                    out.learnt += 1
+            now[key] = after
+            numeric: list[int] | None = [] if model.scoring.meta != "none" else None
+            entries.append(journal.Entry(key, before, after, dict(Counter(tokenize(item.data, numeric))), numeric))
         size = journal.append(model_path, model.identity, model.journal, entries)
-        docs = model.docs
+        out.docs = model.docs
         for entry in entries:
             for c, sign in entry.changes():
-                docs[c] = max(docs[c] + sign, 0)
-        postponed = ""
+                out.docs[c] = max(out.docs[c] + sign, 0)
         if size > journal.FOLD_SIZE:
             try:
                 fold(model_path)
             except npzview.ModelError as err:  # learnt all the same: the journal holds it, a later learn folds
-                postponed = str(err)
-    for p in problems:
-        print(f"spamnb: {p.id}: {p.reason}", file=sys.stderr)
-    for message_id in never:
-        print(f"spamnb: {message_id}: never learnt, nothing to forget", file=sys.stderr)
-    if postponed:
-        print(f"spamnb: the messages are learnt (in the model's journal), but folding the journal into the model was postponed: {postponed}", file=sys.stderr)
-    done = f"forgot {forgotten}" if forget else f"learnt {learnt}, moved {moved}"
-    if not quiet or problems or never:  # as `train -q`: quiet unless something needs a look
-        print(f"{model_path}: {done}, already known {already}; model holds {docs[1]} spam and {docs[0]} ham", file=sys.stderr)
-    return EXIT_PARTIAL if problems or never else 0
+                out.postponed = str(err)
+    return out
 
 
 def fold(model_path: str) -> None:

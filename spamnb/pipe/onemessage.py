@@ -17,7 +17,7 @@ from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
 from spamnb.models import journal, npzview, trust
 from spamnb.models.npzview import ModelError
 from spamnb.models.scoring import Scoring
-from spamnb.text.tokens import TokenSettings
+from spamnb.text.tokens import Tokenizer, TokenSettings
 
 # `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -108,6 +108,8 @@ class OneModel:
         self.n_features = n
         self._gaussians: meta.Gaussians | None = None
         self._linear: VocabularySums | None = None
+        self._table: dict[str, tuple[int, ...]] | None = None  # make_resident's
+        self._tokenizer: Tokenizer | None = None
         # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
         self._now: dict[str, list[int]] = {}
         self._clamped: set[str] = set()  # tokens whose counts the journal would take below zero
@@ -115,6 +117,25 @@ class OneModel:
         if not self.n_features and not self._clamped:
             # An empty model: the journal's counts are the counts (learns only add to them).
             self._now = self.journal.tokens
+
+    def tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = Tokenizer(self.tokens)
+        return self._tokenizer
+
+    def make_resident(self) -> None:
+        """Every token's counts in a dict, for a model that scores many messages (`spamnb serve`):
+        the binary search of the mapped vocabulary, in Python, was most of a message's time.
+        Left as it is when the token blob does not split into the tokens the offsets say."""
+        n = len(self.vocab)
+        blob = self.vocab.data()
+        if not n or blob_offsets(blob) != list(self.vocab.offsets):
+            return
+        names = blob.decode("utf-8", "surrogatepass").split("\n")
+        rows = [self.tf.row(HAM), self.tf.row(SPAM), self.df.row(HAM), self.df.row(SPAM)]
+        if self.weighted is not None:
+            rows += [self.weighted[0].row(HAM), self.weighted[0].row(SPAM)]
+        self._table = dict(zip(names, zip(*rows, strict=True), strict=True))
 
     def weighted_sums(self, a: dict[str, npzview.Array], n: int) -> tuple[Counts2, list[list[float]]]:
         """A weighted model's per-token sums (store.to_arrays' `weighted`) and their sums over the
@@ -139,6 +160,8 @@ class OneModel:
         weighted model its weighted sums ham, spam); None for one it lacks."""
         if not self.n_features:
             return [None] * len(names)
+        if self._table is not None:  # tuples: a resident model is not learnt into (`learn` changes lists)
+            return list(map(self._table.get, names))  # type: ignore[arg-type]
         tf, df = self.tf, self.df
         try:
             cols = self.vocab.lookup(names)
@@ -277,7 +300,8 @@ class VocabularySums:
 
 # `reasons`: the strongest tokens, (token, share of ln(P / (1 - P))) (see `strongest`);
 # `floor`: the ham-loss floor's P where the floor decided the verdict (scoring.Decision).
-Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons", "floor"), defaults=((), None))
+# `threshold`: the P(spam) a spam verdict needs (Scoring.spam_threshold), SpamAssassin's `required`.
+Verdict = namedtuple("Verdict", ("log_odds", "score", "verdict", "reasons", "floor", "threshold"), defaults=((), None, 1.0))
 
 
 def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, float]]:
@@ -289,11 +313,19 @@ def strongest(shares: Iterable[tuple[str, float]], n: int) -> list[tuple[str, fl
 
 def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0, hold: bool = False) -> Verdict:
     """One message's log-odds, P(spam) and verdict under the model at `path` (and `cutoffs`,
-    (spam, ham), see `Scoring.with_cutoffs`), and its `reasons` strongest tokens.
+    (spam, ham), see `Scoring.with_cutoffs`), and its `reasons` strongest tokens."""
+    return verdict_of(open_model(path, hold=hold), data, cutoffs, reasons)
 
-    A model file that is a zip of another kind than spamnb writes (compressed members,
-    ZIP64) goes to numpy's loader instead.  `hold`: see npzview.open_members.
-    """
+
+# A model file numpy's loader read (`model`, a models.model.Model, and its `tokenize`): a zip of
+# another kind than spamnb writes (compressed members, ZIP64), which `npzview` does not map.
+Loaded = namedtuple("Loaded", ("model", "tokenize"))
+
+
+def open_model(path: str, resident: bool = False, hold: bool = False) -> OneModel | Loaded:
+    """The model at `path` opened for scoring single messages; `resident`: for many of them
+    (`OneModel.make_resident`); `hold`: see npzview.open_members.  A model file that is a zip of
+    another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
     from spamnb.text.tokens import Tokenizer
 
     try:
@@ -302,17 +334,40 @@ def score_message(path: str, data: bytes, cutoffs: tuple[float | None, float | N
         from spamnb.models import store
 
         full = store.load(path, scoring_only=True, data=err.data)
-        numeric: list[int] | None = [] if full.scoring.meta != "none" else None
-        e = full.explain(Tokenizer(full.tokens)(data, numeric), numeric)
-        p = trust.check_score(full.scoring.probability(e.log_odds))
-        verdict, floor = full.scoring.with_cutoffs(*cutoffs).decide(p)
-        return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor)
+        return Loaded(full, Tokenizer(full.tokens))
+    if resident:
+        model.make_resident()
+    return model
+
+
+def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | None, float | None] = (None, None), reasons: int = 0) -> Verdict:
+    """`score_message` under a model already open."""
+    if isinstance(model, Loaded):
+        full = model.model
+        numeric: list[int] | None = [] if full.scoring.meta != "none" else None  # type: ignore[attr-defined]
+        e = full.explain(model.tokenize(data, numeric), numeric)  # type: ignore[attr-defined, operator]
+        p = trust.check_score(full.scoring.probability(e.log_odds))  # type: ignore[attr-defined]
+        scoring = full.scoring.with_cutoffs(*cutoffs)  # type: ignore[attr-defined]
+        verdict, floor = scoring.decide(p)
+        return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor, scoring.spam_threshold()[0])
     numeric = [] if model.scoring.meta != "none" else None
-    distinct = Counter(Tokenizer(model.tokens)(data, numeric))
+    distinct = Counter(model.tokenizer()(data, numeric))
     shares = [0.0] * len(distinct) if reasons else None
     lo = model.log_odds_of(distinct, shares, numeric)
     p = trust.check_score(model.scoring.probability(lo))
     a, _ = model.scoring.calibration
     why = strongest(zip(distinct, (a * share for share in shares), strict=True), reasons) if shares is not None else []
-    verdict, floor = model.scoring.with_cutoffs(*cutoffs).decide(p)
-    return Verdict(lo, p, verdict, why, floor)
+    scoring = model.scoring.with_cutoffs(*cutoffs)
+    verdict, floor = scoring.decide(p)
+    return Verdict(lo, p, verdict, why, floor, scoring.spam_threshold()[0])
+
+
+def spam_threshold(model: OneModel | Loaded, cutoffs: tuple[float | None, float | None] = (None, None)) -> float:
+    """The P(spam) a spam verdict needs under the model and `cutoffs` (`Scoring.spam_threshold`;
+    where the ham-loss floor sets it, P must exceed it)."""
+    return scoring_of(model).with_cutoffs(*cutoffs).spam_threshold()[0]
+
+
+def scoring_of(model: OneModel | Loaded) -> Scoring:
+    """The scoring defaults of an open model."""
+    return model.model.scoring if isinstance(model, Loaded) else model.scoring  # type: ignore[attr-defined]

@@ -1,0 +1,67 @@
+"""Model files kept open by a server, and reopened when they change.
+
+`train` and `merge` replace a model by renaming a new file over it, and a learn
+appends to its journal: either changes what `os.stat` says of the model or of its
+journal, so each request compares those stats with the ones the open model was read
+at and reopens the model when they differ.  A request holds the model it started
+with to its end, so none ever sees half of one, and the old mapping stays valid
+after the rename.  A file that cannot be opened now (a copy being written over the
+model by hand, say) is an error for the requests that meet it; the next good file is
+picked up as any change is.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+
+from spamnb.models import journal
+from spamnb.models.npzview import ModelError
+from spamnb.pipe import onemessage
+
+# Per-user models kept open at once (`--models DIR`); the least recently used is closed.
+USER_MODELS = 16
+
+
+def stamp_of(path: str) -> tuple:
+    """What changes when the model file or its journal does (FileNotFoundError: no model)."""
+    st = os.stat(path)
+    try:
+        js = os.stat(journal.journal_path(path))
+        jour: tuple = (js.st_ino, js.st_size, js.st_mtime_ns)
+    except FileNotFoundError:
+        jour = ()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, *jour)
+
+
+class Resident:
+    """The open models by path: `get(path)` gives the model as the file is now."""
+
+    def __init__(self, limit: int = USER_MODELS) -> None:
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.open: OrderedDict[str, tuple[tuple, object]] = OrderedDict()
+
+    def get(self, path: str) -> object:
+        """The model at `path` (onemessage.open_model's), reopened if the file or its journal changed."""
+        try:
+            stamp = stamp_of(path)
+        except FileNotFoundError:
+            raise ModelError(f"{path}: no such model file") from None
+        with self.lock:
+            held = self.open.get(path)
+            if held is not None and held[0] == stamp:
+                self.open.move_to_end(path)
+                return held[1]
+            # One thread reopens while the others wait for it: a reopen costs more than waiting.
+            model = onemessage.open_model(path, resident=True)
+            self.open[path] = (stamp, model)
+            self.open.move_to_end(path)
+            while len(self.open) > self.limit:
+                self.open.popitem(last=False)
+            return model
+
+    def forget(self) -> None:
+        """Close every model (SIGHUP): the next request opens each afresh."""
+        with self.lock:
+            self.open.clear()
