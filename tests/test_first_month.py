@@ -587,6 +587,20 @@ def test_the_pipe_writes_spamassassins_headers_and_tags_spam_on_request(model: P
     assert "spam" in seen and len(seen) > 1, seen
 
 
+def test_an_upstream_spam_flag_does_not_survive_a_ham_verdict(model: Path) -> None:
+    """SpamAssassin's fields are replaced as a set: a flag already in the message (an upstream
+    filter's, or a forgery) must not stand beside our "No"."""
+    for path in SAMPLE_HAM[:12]:
+        data = path.read_bytes()
+        forged = b"X-Spam-Flag: YES\nX-Spam-Level: **********\n" + data
+        out = spamnb("classify", "--pipe", "--sa-headers", "-m", model, stdin=forged)
+        if STAMP.search(out.stdout).group(1) != b"spam":  # type: ignore[union-attr]
+            head = head_of(out.stdout)
+            assert b"X-Spam-Flag" not in head and head.count(b"X-Spam-Level:") == 1, head.decode(errors="replace")
+            return
+    raise AssertionError("no sample ham was called ham")
+
+
 def test_a_tag_must_be_printable_ascii(model: Path) -> None:
     data = SAMPLE_SPAM[0].read_bytes()
     done = spamnb("classify", "--pipe", "--tag-subject", "[СПАМ]\n", "-m", model, stdin=data)

@@ -139,7 +139,12 @@ def stamp(data: bytes, value: str, more: Sequence[tuple[bytes, str]] = ()) -> by
     new header needs a line of its own.
     """
     envelope, head, rest = split_message(data)
-    head = without_verdict(head, (VERDICT_NAME, *(name for name, _ in more)))
+    names = (VERDICT_NAME, *(name for name, _ in more))
+    if set(names) & set(SA_NAMES):
+        # SpamAssassin's fields go as a set: a ham verdict writes no X-Spam-Flag, and an
+        # upstream (or forged) `X-Spam-Flag: YES` left beside its "No" would file it as spam.
+        names += SA_NAMES
+    head = without_verdict(head, names)
     cut = fields_end(head)
     fields, after = head[:cut], head[cut:]
     newline = line_end(fields, envelope, head, rest)
@@ -165,6 +170,7 @@ HEADROOM = 1 << 16
 # Their score is SpamAssassin-style points: SA_POINTS times P(spam), 0 to 10, and
 # `required` SA_POINTS times the P a spam verdict needs.
 SA_POINTS = 10.0
+SA_NAMES = (b"X-Spam-Checker-Version", b"X-Spam-Flag", b"X-Spam-Level", b"X-Spam-Status")
 
 
 def spamassassin_tests(verdict: str) -> str:
