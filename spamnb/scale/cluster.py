@@ -304,7 +304,7 @@ def learn(
     """`classifier.learn` on the cluster: same report, same model.
 
     First pass: the workers read each shard and send back its digests; the client
-    decides, in order, what each message changes (`classifier.changes_of`).  Second
+    decides, in order, what each message changes (`classifier.Changes.decide`).  Second
     pass: the workers read again, tokenise only the messages that change and count;
     the counts come back by `TreeReduce`.
     """
@@ -324,10 +324,8 @@ def learn(
                 report.problems.append(entry)
                 continue
             message_id, new, olds, cls = entry
-            key = new if new in model.learnt else headers.first_known(new, olds, model.learnt.__contains__)
-            changes = classifier.changes_of(model, report, message_id, cls, key, forget)
-            plan.change.record(len(plan.picks), changes, offers, key)
-            if changes:
+            key = headers.first_known(new, olds, model.learnt.__contains__)
+            if plan.change.decide(model, report, message_id, cls, key, forget, len(plan.picks), offers):
                 plan.picks.append(pos)
                 plan.keys.append(key)
         sizes.append(len(entries))
@@ -362,13 +360,10 @@ def learn(
     vocab = model.learnable()
     cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
     model.counts.grow(len(vocab))
-    counts = model.counts
-    counts.add_at(root.counts, cols)
-    counts.clamp()  # as classifier.learn: once, after all the changes
+    model.counts.add_at(root.counts, cols)
     model.moments += root.moments
-    if root.sample:
-        by_offer = dict(root.sample)
-        classifier.calibrate_on(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
+    by_offer = dict(root.sample)
+    classifier.finish_learning(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
     return report
 
 
