@@ -79,7 +79,7 @@ def guarded(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from spamnb.mail.sources import SourceError
-        from spamnb.models.store import ModelError
+        from spamnb.models.modelfile import ModelError
 
         debug = click.get_current_context().find_root().params.get("debug", False)
         try:
@@ -119,7 +119,7 @@ def unnamed_write_error(err: BaseException) -> str:
 
 
 def model_option(required_default: bool = True) -> Callable[[F], F]:
-    from spamnb.models.store import default_path
+    from spamnb.models.modelfile import default_path
 
     return click.option(
         "-m",
