@@ -9,6 +9,7 @@ included, comes out identical; the client saves the model once, after all of it.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -62,7 +63,7 @@ def connect(address: str, workers: int, processes: bool = True) -> Iterator[Clie
 
     # The shards' file lists are the graph's data: with 200,000 files Dask warned on stderr
     # of a "large graph" (its threshold is 10 MB).
-    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GiB"}):
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GiB"}), quiet_dask():
         try:
             yield from _connected(address, workers, processes)
         except KilledWorker as err:
@@ -70,6 +71,23 @@ def connect(address: str, workers: int, processes: bool = True) -> Iterator[Clie
             # that one task keeps killing its workers (out of memory, say): not a bug of ours.
             died = err.allowed_failures + 1
             raise ClusterError(f"--dask {address}: {died} worker{'s' * (died > 1)} died running task {err.task}; see the workers' logs") from err
+        except concurrent.futures.CancelledError as err:
+            # Dask cancels every pending future when the client loses its scheduler.
+            reason = getattr(err, "reason", None) or "cancelled"
+            raise ClusterError(f"--dask {address}: the work was cancelled ({reason}); the run stopped and nothing was saved") from err
+
+
+@contextlib.contextmanager
+def quiet_dask() -> Iterator[None]:
+    """Dask's client logs its reconnection attempts with tracebacks on stderr; the one-line
+    error raised above says what happened (and --debug shows the chain)."""
+    # Dask sets its loggers' levels one by one (distributed.client's among them), so no
+    # parent's level covers them all; spamnb itself does not log.
+    logging.disable(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 def _connected(address: str, workers: int, processes: bool) -> Iterator[Client]:
