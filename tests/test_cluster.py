@@ -365,6 +365,18 @@ def test_a_worker_lost_mid_train_changes_nothing(processes: object, task: str, t
     assert [p.reason for p in report.problems] == ["empty file", sources.NOT_REGULAR]
 
 
+def test_the_only_worker_lost_mid_count_changes_nothing(tmp_path: Path, corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The work sent to the workers died with the only one holding it: every count then
+    # fails for "lost dependencies" (on main before this test, for ever: the model was not
+    # written); learn sends it anew and counts again once the nanny has restarted it.
+    spam, ham, target = labelled_with_problems(tmp_path, corpus)
+    marker = tmp_path / "died"
+    monkeypatch.setattr(cluster, "shard_counts", dies_once_on("shard_counts", target, marker))
+    with cluster.connect("local", 1) as single:
+        learn_both(single, spam, ham, shard=4, jobs=2)
+    assert marker.exists()
+
+
 def dies_every_time_on(target: str) -> Callable[..., object]:
     def step(shard: cluster.Shard, *args: object, **kwargs: object) -> object:
         if holds(shard, target):
