@@ -73,8 +73,10 @@ def connect(address: str, workers: int, processes: bool = True) -> Iterator[Clie
             raise ClusterError(f"--dask {address}: {died} worker{'s' * (died > 1)} died running task {err.task}; see the workers' logs") from err
         except concurrent.futures.CancelledError as err:
             # Dask cancels every pending future when the client loses its scheduler.
-            reason = getattr(err, "reason", None) or "cancelled"
-            raise ClusterError(f"--dask {address}: the work was cancelled ({reason}); the run stopped and nothing was saved") from err
+            reason = getattr(err, "reason", None) or "unknown"
+            raise ClusterError(
+                f"--dask {address}: the work was cancelled, the scheduler or its workers lost (Dask's reason: {reason}); the run stopped and nothing was saved"
+            ) from err
 
 
 @contextlib.contextmanager
