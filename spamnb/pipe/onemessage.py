@@ -25,23 +25,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 CLASSES = ("ham", "spam")
-# The weighting settings as they are when off (nb.Weighting).
-UNWEIGHTED = ("presence", False, "none")
 
 def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
     """The scoring's alpha (its event model's default where None) and weighting (tf, idf,
-    length norm, as nb.Weighting), checked as `events.event_model` checks them."""
-    event = scoring.event
-    alpha = formulas.event_class(event).default_alpha if scoring.alpha is None else float(scoring.alpha)
+    length norm, as nb.Weighting; `Scoring` checked it)."""
+    alpha = formulas.event_class(scoring.event).default_alpha if scoring.alpha is None else float(scoring.alpha)
     if not alpha > 0:
         raise ValueError(f"alpha must be positive, not {alpha}")
-    tf, idf, norm = scoring.tf, scoring.idf, scoring.length_norm
-    if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
-        raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
-    weighting = (tf, bool(idf), norm)
-    if weighting != UNWEIGHTED:
-        formulas.check_weighted(event)
-    return alpha, weighting
+    return alpha, (scoring.tf, bool(scoring.idf), scoring.length_norm)
 
 
 class Counts2:
@@ -89,7 +80,7 @@ class OneModel:
             self.scoring = Scoring.from_json(a["scoring"].text())
             self.alpha, self.weighting = event_settings(self.scoring)
             self.event = formulas.event_class(self.scoring.event)(self.alpha)
-            self.weighted = self.weighted_sums(a, n) if self.weighting != UNWEIGHTED else None
+            self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
             if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
                 raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
             self.base_moments = trust.moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
