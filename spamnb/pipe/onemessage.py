@@ -51,9 +51,10 @@ class Counts2:
 
 
 class OneModel:
-    """A model file opened to score single messages: mapped, validated, nothing read whole."""
+    """A model file opened to score single messages: mapped, validated, nothing read whole.
+    `scoring`: scored with it instead of the file's (`eval --online`'s settings)."""
 
-    def __init__(self, path: str, hold: bool = False) -> None:
+    def __init__(self, path: str, hold: bool = False, scoring: Scoring | None = None) -> None:
         self.path = path
         try:
             self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold)
@@ -77,7 +78,9 @@ class OneModel:
                 raise ValueError("negative counts")
             self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
-            self.scoring = Scoring.from_json(a["scoring"].text())
+            self.scoring = Scoring.from_json(a["scoring"].text())  # checked, even where `scoring` is used
+            if scoring is not None:
+                self.scoring = scoring
             self.alpha, self.weighting = event_settings(self.scoring)
             self.event = formulas.event_class(self.scoring.event)(self.alpha)
             self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
@@ -107,9 +110,15 @@ class OneModel:
         self._now: dict[str, list[int]] = {}
         self._clamped: set[str] = set()  # tokens whose counts the journal would take below zero
         self._update_now(list(self.journal.tokens))
-        if not self.n_features and not self._clamped:
-            # An empty model: the journal's counts are the counts (learns only add to them).
-            self._now = self.journal.tokens
+        # An empty model: the journal's counts are the counts (learns only add to them), read
+        # where the journal keeps them (`now`), not copied.
+        self._only_journal = not self.n_features and not self._clamped
+        if self._only_journal:
+            self._now = {}
+
+    def now(self) -> dict[str, list[int]]:
+        """The journal's tokens' counts, the model's and the journal's together."""
+        return self.journal.tokens if self._only_journal else self._now
 
     def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
@@ -132,7 +141,7 @@ class OneModel:
             pairs = list(zip(self.df.row(HAM), self.df.row(SPAM), strict=True))
             kept = {pair: entry(*pair, docs) for pair in set(pairs)}
             self._entries = dict(zip(names, map(kept.__getitem__, pairs), strict=True))
-            for name, counts in self._now.items():  # the journal's tokens: the model's counts and the journal's
+            for name, counts in self.now().items():  # the journal's tokens: the model's counts and the journal's
                 self._entries[name] = entry(counts[2], counts[3], docs)
             return
         rows = [self.tf.row(HAM), self.tf.row(SPAM), self.df.row(HAM), self.df.row(SPAM)]
@@ -188,7 +197,7 @@ class OneModel:
     def counts_of(self, names: list[str]) -> list[list[int] | None]:
         """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
         None for a token neither the model nor its journal knows."""
-        now = self._now
+        now = self.now()
         if not now:
             return self.base_counts(names)
         if not self.n_features:
@@ -258,8 +267,8 @@ class OneModel:
         self.journal.add(entry)
         self._gaussians = None
         changes = entry.changes()
-        if self._now is self.journal.tokens:
-            pass  # an empty model's: the journal's counts, just added to
+        if self._only_journal:
+            pass  # the journal's counts, just added to
         elif self._clamped or any(sign < 0 for _, sign in changes):
             self._update_now(names)
         else:  # counts only grow: added in place (`eval --online` learns thousands)
