@@ -99,7 +99,7 @@ class OneModel:
         if self.weighted is not None and self.journal:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
         self.base_docs = self.docs
-        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
         self.n_features = n
         self._gaussians: meta.Gaussians | None = None
         self._linear: VocabularySums | None = None
@@ -187,12 +187,9 @@ class OneModel:
     def _update_now(self, names: list[str]) -> None:
         changes, now = self.journal.tokens, self._now
         for name, base in zip(names, self.base_counts(names), strict=True):
-            raw = changes[name] if base is None else [c + d for c, d in zip(base, changes[name], strict=True)]
-            if min(raw) < 0:
-                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
+            now[name], clamped = journal.applied(base or [0, 0, 0, 0], changes[name])
+            if clamped:
                 self._clamped.add(name)
-                raw = [max(c, 0) for c in raw]
-            now[name] = list(raw)
 
     def counts_of(self, names: list[str]) -> list[list[int] | None]:
         """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
@@ -281,7 +278,7 @@ class OneModel:
                     counts = now[name]
                     counts[cls] += k
                     counts[2 + cls] += 1
-        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
         if self._linear is not None:
             self._linear.update(before, self.counts_of(names))
 
