@@ -3,6 +3,7 @@ log-odds and verdict as batch classify, and no numpy on the pipe's path."""
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import os
 import subprocess
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from spamnb.bayes import events, formulas, nb
 from spamnb.bayes.chi2 import log_chi2_tails
 from spamnb.mail.sources import Message, read_source
-from spamnb.models import npzview, store
+from spamnb.models import modelfile, npzview, store
 from spamnb.models.model import Model, Scoring
 from spamnb.pipe import onemessage
 from spamnb.run import classifier
@@ -65,6 +66,7 @@ def learnt(folder: Path, event: str, tokens: TokenSettings | None = None) -> tup
 def test_every_sample_message_scores_as_batch_classify_scores_it(tmp_path: Path, event: str, tokens: TokenSettings | None) -> None:
     model, path = learnt(tmp_path, event, tokens)
     one = onemessage.OneModel(path)
+    resident = onemessage.open_model(path, resident=True)
     tokenize = Tokenizer(model.tokens)
     items = [*read_source(str(SAMPLE / "spam")), *read_source(str(SAMPLE / "ham"))]
     batch = list(classifier.classify(model, items))
@@ -74,6 +76,19 @@ def test_every_sample_message_scores_as_batch_classify_scores_it(tmp_path: Path,
         assert log_odds == pytest.approx(scored.log_odds, rel=RELATIVE, abs=1e-12), item.id
         verdict = onemessage.score_message(path, item.data)
         assert (verdict.score, verdict.verdict) == (pytest.approx(scored.score, rel=RELATIVE, abs=1e-15), scored.verdict)
+        # A resident model (`spamnb serve`: each token's entry kept) is the same scorer, bit for bit.
+        assert onemessage.verdict_of(resident, item.data, reasons=5) == onemessage.verdict_of(one, item.data, reasons=5), item.id
+
+
+def test_a_field_of_more_unknown_words_than_kept_scores_as_batch_classify_scores_it(tmp_path: Path) -> None:
+    """Fisher keeps the neutral sums of up to NEUTRAL_KEPT unknown tokens of a field; beyond, they are added on."""
+    model, path = learnt(tmp_path, "fisher")
+    words = ["q" + "".join(letters) for letters in itertools.product("bcdfghjklm", repeat=4)]
+    for n in (formulas.NEUTRAL_KEPT - 1, formulas.NEUTRAL_KEPT + 700):
+        data = ("Subject: offer\n\nfree money now " + " ".join(words[:n]) + "\n").encode()
+        (scored,) = classifier.classify(model, [Message("m", data)])
+        for opened in (onemessage.OneModel(path), onemessage.open_model(path, resident=True)):
+            assert onemessage.verdict_of(opened, data).log_odds == pytest.approx(scored.log_odds, rel=RELATIVE, abs=1e-12), n
 
 
 class Laplace(formulas.Multinomial):
@@ -182,7 +197,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_an_untrained_class_is_a_model_error(tmp_path: Path) -> None:
     path = build_model(tmp_path / "spam-only.npz", [SPAM_MAIL], [])
-    with pytest.raises(npzview.ModelError, match=r"spam-only\.npz: the model has no ham messages yet"):
+    with pytest.raises(modelfile.ModelError, match=r"spam-only\.npz: the model has no ham messages yet"):
         onemessage.score_message(str(path), HAM_MAIL)
 
 
@@ -224,5 +239,5 @@ def test_damage_in_a_small_member_is_found_without_numpy(model: Path, tmp_path: 
     data[at] ^= 0x01
     damaged = tmp_path / "damaged.npz"
     damaged.write_bytes(bytes(data))
-    with pytest.raises(npzview.ModelError, match=r"damaged\.npz: damaged spamnb model \(checksum of scoring"):
+    with pytest.raises(modelfile.ModelError, match=r"damaged\.npz: damaged spamnb model \(checksum of scoring"):
         onemessage.OneModel(str(damaged))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections import Counter
 
 from spamnb.text.tokens import field_numbers
 
@@ -178,7 +179,8 @@ class Event:
     message's.  `spamnb.bayes.nb.EventModel` is the contract of its batch side.
 
     Class attributes: `name` (its `--event` value), `default_alpha`, `per_token` (a token's
-    table row depends only on its own counts and the class totals), `by_field` (scoring
+    table row depends only on its own counts and the class totals: `one_message` takes each
+    token's `entry` instead of its counts, which a resident model keeps), `by_field` (scoring
     needs each token's header field) and `duplicate_min` (see DUPLICATE_MIN).
     """
 
@@ -203,6 +205,11 @@ class Event:
         token): filled with each token's share of it.  `model` is the pipe's
         `onemessage.OneModel`: `docs`, `vocabulary_size()`, `linear_sums()`, `weighted`,
         `weighting`."""
+        raise NotImplementedError
+
+    def entry(self, h: int, s: int, docs: list[int]) -> tuple:
+        """A `per_token` model's: what scoring needs of a token held by h ham and s spam messages
+        of the class totals `docs` (ham, spam)."""
         raise NotImplementedError
 
 
@@ -374,6 +381,10 @@ class Complement(Occurrences):
         return weights, 0.0
 
 
+# A field's unknown tokens up to this many have their neutral sums kept (`Fisher.neutral_sums`).
+NEUTRAL_KEPT = 1024
+
+
 @register
 class Fisher(Event):
     """Robinson's per-token spam probability f(w), combined by Fisher's chi-square method.
@@ -405,6 +416,7 @@ class Fisher(Event):
     def __init__(self, alpha: float | None = None, x: float = 0.5, independence: float = 1.0, power: float = 0.8, mean_weight: float = 5.0) -> None:
         super().__init__(alpha)
         self.x, self.independence, self.power, self.mean_weight = x, independence, power, mean_weight
+        self._neutral: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)]  # `neutral_sums`' memo
 
     def robinson(self, df_ham: Any, df_spam: Any, docs_ham: Any, docs_spam: Any) -> Any:
         """f(w) of a token held by df_ham of docs_ham ham and df_spam of docs_spam spam (at least one)."""
@@ -465,47 +477,36 @@ class Fisher(Event):
             shares = shares + self.mean_weight * weight * own / max(plain_n, 1.0)
         return shares
 
-    def one_message(self, model: Any, names: list[str], counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None) -> float:
-        """Per field, as `events.Fisher.log_odds` scores a batch: summed per field as it goes
-        (`eval --online` scores thousands of messages), each field's weight and weighted ln f
-        and ln(1 - f), then its tests scale its sums."""
+    def entry(self, h: int, s: int, docs: list[int]) -> tuple:
+        """A token's (ln f, ln(1 - f), duplicate key) from the ham and spam messages holding it,
+        h and s, of the class totals `docs`: the key (`duplicate_shares`) None where h + s is below
+        `duplicate_min`; a token learnt and forgotten (h + s = 0) is neutral evidence, f = x."""
         least = self.duplicate_min
-        ln_x, ln_not_x = self.evidence(Scalar, self.x)
-        per_field: dict[int, list[float]] = {}  # field -> [weight, sum of w ln f, sum of w ln(1 - f)]
-        known = []  # (token's place, df ham, df spam, field, duplicate key)
-        sizes: dict[tuple[int, int], int] = {}  # tokens per duplicate key (`duplicate_shares`)
-        buckets = _BUCKETS  # memo of `bucket` (a count of 0, bucket 0, falls through to it and gets 0)
-        for i, (c, field) in enumerate(zip(counts, field_numbers(names), strict=True)):
-            if field < 0:
-                continue  # a list server's field: no evidence (tokens.NOT_EVIDENCE)
-            if c is None:  # unknown: neutral evidence f = x
-                sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
-                sums[0] += 1.0
-                sums[1] += ln_x
-                sums[2] += ln_not_x
-                continue
-            h, s = c[2], c[3]
-            if least > 0 and h + s >= least:
-                key = (buckets.get(h) or bucket(h), buckets.get(s) or bucket(s))
-                sizes[key] = sizes.get(key, 0) + 1
-            else:
-                key = None
-            known.append((i, h, s, field, key))
-        docs_h, docs_s = max(model.docs[HAM], 1), max(model.docs[SPAM], 1)
-        rows: dict[tuple[int, int], tuple[float, float]] = {}  # (ln f, ln(1 - f)) by (df ham, df spam)
-        entries = []  # (token's place, weight, field, (ln f, ln(1 - f))), for `shares`
-        for i, h, s, field, key in known:
-            row = rows.get((h, s))
-            if row is None:
-                # learnt, then forgotten: neutral
-                row = rows[(h, s)] = self.evidence(Scalar, self.robinson(h, s, docs_h, docs_s)) if h + s > 0 else (ln_x, ln_not_x)
+        key = (bucket(h), bucket(s)) if least > 0 and h + s >= least else None
+        f = self.robinson(h, s, max(docs[HAM], 1), max(docs[SPAM], 1)) if h + s > 0 else self.x
+        return (*self.evidence(Scalar, f), key)
+
+    def one_message(self, model: Any, names: list[str], counts: list[list[int] | None], occurrences: list[int], shares: list[float] | None) -> float:
+        """Per field, as `events.Fisher.log_odds` scores a batch: `counts` are the tokens'
+        `entry`s (`per_token`; None: unknown), summed per field, unknown ones (neutral) first,
+        then each field's tests scale its sums."""
+        fields = field_numbers(names)
+        # Each field's sums [weight, sum of w ln f, sum of w ln(1 - f)] start from its unknown
+        # tokens' neutral evidence, added one by one as `neutral_sums` adds it.
+        unknown = Counter([field for e, field in zip(counts, fields, strict=True) if e is None and field >= 0])
+        per_field = {field: self.neutral_sums(k) for field, k in unknown.items()}
+        known = [(i, e, field) for i, (e, field) in enumerate(zip(counts, fields, strict=True)) if e is not None and field >= 0]
+        sizes = Counter([e[2] for _, e, _ in known])  # tokens per duplicate key (`duplicate_shares`; None: weight 1)
+        entries = []  # (token's place, weight, field, entry), for `shares`
+        for i, e, field in known:
+            key = e[2]
             w = 1.0 if key is None else 1.0 / sizes[key]
             sums = per_field.get(field) or per_field.setdefault(field, [0.0, 0.0, 0.0])
             sums[0] += w
-            sums[1] += w * row[0]
-            sums[2] += w * row[1]
+            sums[1] += w * e[0]
+            sums[2] += w * e[1]
             if shares is not None:
-                entries.append((i, w, field, row))
+                entries.append((i, w, field, e))
         plain_n = plain0 = plain1 = scaled0 = scaled1 = tests = 0.0
         factors = {}  # field -> its tests per token
         for field, (weight, sum0, sum1) in per_field.items():
@@ -524,6 +525,20 @@ class Fisher(Event):
         if shares is not None:
             self.shares_one(shares, entries, factors, n, plain_n)
         return self.combined(Scalar, scaled0, scaled1, n, plain0, plain1, plain_n)
+
+    def neutral_sums(self, k: int) -> list[float]:
+        """[k, and ln x and ln(1 - x) each added k times to 0, one by one]: a field's sums over its k unknown tokens."""
+        memo = self._neutral
+        while len(memo) <= min(k, NEUTRAL_KEPT):
+            memo.append(self.neutral_step(memo[-1]))
+        sums = memo[min(k, NEUTRAL_KEPT)]
+        for _ in range(k - NEUTRAL_KEPT):
+            sums = self.neutral_step(sums)
+        return list(sums)
+
+    def neutral_step(self, sums: tuple[float, float, float]) -> tuple[float, float, float]:
+        ln_x, ln_not_x = self.evidence(Scalar, self.x)
+        return (sums[0] + 1.0, sums[1] + ln_x, sums[2] + ln_not_x)
 
     def shares_one(self, shares: list[float], entries: list, factors: dict[int, float], n: int, plain_n: float) -> None:
         """Each known token's share of the log-odds, into `shares` at its place (as `events.Fisher.explain`):

@@ -303,5 +303,6 @@ def learnt_digest(data: bytes, limit: int | None, known: Callable[[bytes], bool]
 
 
 def first_known(key: bytes, olds: Sequence[bytes], known: Callable[[bytes], bool]) -> bytes:
-    """The first of a message's legacy digests `olds` that the model knows, else its digest `key`."""
-    return next((old for old in olds if old != key and known(old)), key)
+    """A message's digest `key` if the model knows it, else the first of its legacy digests
+    `olds` that the model knows, else `key`."""
+    return key if known(key) else next((old for old in olds if old != key and known(old)), key)

@@ -15,7 +15,7 @@ from spamnb.bayes import formulas, meta
 from spamnb.bayes.formulas import HAM, SPAM
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
 from spamnb.models import journal, npzview, trust
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 from spamnb.models.scoring import Scoring
 from spamnb.text.tokens import Tokenizer, TokenSettings
 
@@ -88,6 +88,7 @@ class OneModel:
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())
             self.alpha, self.weighting = event_settings(self.scoring)
+            self.event = formulas.event_class(self.scoring.event)(self.alpha)
             self.weighted = self.weighted_sums(a, n) if self.weighting != UNWEIGHTED else None
             if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
                 raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
@@ -109,6 +110,7 @@ class OneModel:
         self._gaussians: meta.Gaussians | None = None
         self._linear: VocabularySums | None = None
         self._table: dict[str, tuple[int, ...]] | None = None  # make_resident's
+        self._entries: dict[str, tuple] | None = None  # make_resident's, for a `per_token` event model
         self._tokenizer: Tokenizer | None = None
         # The journal's tokens' counts, the model's and the journal's together (kept by `learn`).
         self._now: dict[str, list[int]] = {}
@@ -126,12 +128,22 @@ class OneModel:
     def make_resident(self) -> None:
         """Every token's counts in a dict, for a model that scores many messages (`spamnb serve`):
         the binary search of the mapped vocabulary, in Python, was most of a message's time.
-        Left as it is when the token blob does not split into the tokens the offsets say."""
+        For a `per_token` event model, every token's entry instead (`entries_of`), each computed
+        once per distinct pair of message counts.  Left as it is when the token blob does not
+        split into the tokens the offsets say."""
         n = len(self.vocab)
         blob = self.vocab.data()
         if not n or blob_offsets(blob) != list(self.vocab.offsets):
             return
         names = blob.decode("utf-8", "surrogatepass").split("\n")
+        if self.event.per_token:
+            entry, docs = self.event.entry, self.docs
+            pairs = list(zip(self.df.row(HAM), self.df.row(SPAM), strict=True))
+            kept = {pair: entry(*pair, docs) for pair in set(pairs)}
+            self._entries = dict(zip(names, map(kept.__getitem__, pairs), strict=True))
+            for name, counts in self._now.items():  # the journal's tokens: the model's counts and the journal's
+                self._entries[name] = entry(counts[2], counts[3], docs)
+            return
         rows = [self.tf.row(HAM), self.tf.row(SPAM), self.df.row(HAM), self.df.row(SPAM)]
         if self.weighted is not None:
             rows += [self.weighted[0].row(HAM), self.weighted[0].row(SPAM)]
@@ -194,6 +206,22 @@ class OneModel:
         found = dict(zip(rest, self.base_counts(rest), strict=True))
         return [now[name] if name in now else found[name] for name in names]
 
+    def entries_of(self, names: list[str]) -> list[tuple | None]:
+        """Each token's entry (`formulas.Event.entry` of its counts, for a `per_token` event
+        model), the journal's counts added; None for a token neither the model nor its journal knows."""
+        if self._entries is not None:
+            return list(map(self._entries.get, names))
+        entry, docs, kept = self.event.entry, self.docs, {}
+        found = []
+        for counts in self.counts_of(names):
+            if counts is None:
+                found.append(None)
+                continue
+            pair = (counts[2], counts[3])
+            e = kept.get(pair)
+            found.append(e if e is not None else kept.setdefault(pair, entry(*pair, docs)))
+        return found
+
     def learnt_class(self, digest: bytes) -> int | None:
         """The class a message of this digest was learnt as (None: never), journal first."""
         if digest in self.journal.learnt:
@@ -219,8 +247,9 @@ class OneModel:
         numeric features, where the model scores them (spamnb.bayes.meta)."""
         self.check_trained()
         names = list(distinct)
-        event = formulas.event_class(self.scoring.event)(self.alpha)
-        text = event.one_message(self, names, self.counts_of(names), list(distinct.values()), shares)
+        event = self.event
+        found = self.entries_of(names) if event.per_token else self.counts_of(names)
+        text = event.one_message(self, names, found, list(distinct.values()), shares)
         return text if numeric is None else text + self.scoring.meta_weight * self.log_ratio(numeric)
 
     def log_ratio(self, numeric: list[int]) -> float:
@@ -233,6 +262,7 @@ class OneModel:
     def learn(self, entry: journal.Entry) -> None:
         """Add one learn to the journal in memory (`eval --online`); nothing is written."""
         names = list(entry.tokens)
+        self._entries = None  # kept for the counts before this learn
         before = [c and list(c) for c in self.counts_of(names)] if self._linear is not None else []
         self.journal.add(entry)
         self._gaussians = None

@@ -168,14 +168,18 @@ class Changes(NamedTuple):
     classes: list[int]
     signs: list[int]
 
-    def record(self, at: int, changes: list[tuple[int, int]], offers: Offers, key: bytes) -> None:
-        """Message `at`'s (class, sign) changes (`changes_of`); each learn is an offer to the calibration sample."""
+    def decide(self, model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool, at: int, offers: Offers) -> bool:
+        """Learn (or forget) one message of digest `key` as `cls` (`changes_of`), as message
+        `at` of the tokenised ones; whether its counts change.  Each learn is an offer to
+        the calibration sample."""
+        changes = changes_of(model, report, message_id, cls, key, forget)
         for c, sign in changes:
             self.which.append(at)
             self.classes.append(c)
             self.signs.append(sign)
             if sign > 0:
                 offers.add(key)
+        return bool(changes)
 
 
 def learn(
@@ -208,9 +212,7 @@ def learn(
                     report.problems.append(item)
                     continue
                 key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
-                changes = changes_of(model, report, item.id, class_of(item), key, forget)
-                if changes:
-                    change.record(len(datas), changes, offers, key)
+                if change.decide(model, report, item.id, class_of(item), key, forget, len(datas), offers):
                     datas.append(item.data)
             pending.append(change)
             yield datas
@@ -223,11 +225,16 @@ def learn(
                 sample.offer(learnt)
         if progress:
             progress(change.size)
-    model.counts.clamp()
-    kept = [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced]
-    if kept:
-        calibrate_on(model, kept, jobs)
+    finish_learning(model, [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced], jobs)
     return report
+
+
+def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
+    """The end of a learn, once all its count changes are in: counts below zero set to zero
+    (see nb.Counts.clamp), the calibration fitted on the `sample` of learnt messages."""
+    model.counts.clamp()
+    if sample:
+        calibrate_on(model, sample, jobs)
 
 
 def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:

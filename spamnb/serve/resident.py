@@ -16,18 +16,18 @@ import threading
 from collections import OrderedDict
 
 from spamnb.models import journal
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 from spamnb.pipe import onemessage
 
 # Per-user models kept open at once (`--models DIR`); the least recently used is closed.
 USER_MODELS = 16
 
 
-def stamp_of(path: str) -> tuple:
+def stamp_of(path: str, journal_file: str) -> tuple:
     """What changes when the model file or its journal does (FileNotFoundError: no model)."""
     st = os.stat(path)
     try:
-        js = os.stat(journal.journal_path(path))
+        js = os.stat(journal_file)
         jour: tuple = (js.st_ino, js.st_size, js.st_mtime_ns)
     except FileNotFoundError:
         jour = ()
@@ -40,26 +40,30 @@ class Resident:
     def __init__(self, limit: int = USER_MODELS) -> None:
         self.limit = limit
         self.lock = threading.Lock()
-        self.open: OrderedDict[str, tuple[tuple, object]] = OrderedDict()
+        # path -> (stamp, model, its journal's path: found once per opening, a real path costs a stat per folder)
+        self.open: OrderedDict[str, tuple[tuple, object, str]] = OrderedDict()
 
     def get(self, path: str) -> object:
         """The model at `path` (onemessage.open_model's), reopened if the file or its journal changed."""
+        held = self.open.get(path)
         try:
-            stamp = stamp_of(path)
+            stamp = stamp_of(path, held[2]) if held is not None else None
+            with self.lock:
+                held = self.open.get(path)
+                if held is not None and held[0] == stamp:
+                    self.open.move_to_end(path)
+                    return held[1]
+                # One thread reopens while the others wait for it: a reopen costs more than waiting.
+                journal_file = journal.journal_path(path)
+                stamp = stamp_of(path, journal_file)
+                model = onemessage.open_model(path, resident=True)
+                self.open[path] = (stamp, model, journal_file)
+                self.open.move_to_end(path)
+                while len(self.open) > self.limit:
+                    self.open.popitem(last=False)
+                return model
         except FileNotFoundError:
             raise ModelError(f"{path}: no such model file") from None
-        with self.lock:
-            held = self.open.get(path)
-            if held is not None and held[0] == stamp:
-                self.open.move_to_end(path)
-                return held[1]
-            # One thread reopens while the others wait for it: a reopen costs more than waiting.
-            model = onemessage.open_model(path, resident=True)
-            self.open[path] = (stamp, model)
-            self.open.move_to_end(path)
-            while len(self.open) > self.limit:
-                self.open.popitem(last=False)
-            return model
 
     def forget(self) -> None:
         """Close every model (SIGHUP): the next request opens each afresh."""
