@@ -5,10 +5,12 @@ number of messages.  Unreadable messages pass through as `Problem` items.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -74,16 +76,31 @@ class Tokenise(NamedTuple):
 def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
     """Map step: raw messages -> their distinct tokens and counts (and fields, if the event
     model uses them; and numeric features, if the model scores them)."""
-    if step.numeric:
-        numeric = [[] for _ in datas]
-        chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
-        chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
-    else:
-        chunk = local_rows([step.tokenizer(data) for data in datas])
+    with collector_paused():
+        if step.numeric:
+            numeric = [[] for _ in datas]
+            chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
+            chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
+        else:
+            chunk = local_rows([step.tokenizer(data) for data in datas])
     if not step.by_field:
         return chunk
     # From the chunk's distinct token strings, not each entry's.
     return chunk._replace(rows=chunk.rows._replace(fields=field_ids(chunk.tokens)[chunk.rows.cols]))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: while a chunk is tokenised, the collector
+    would walk its token lists, held and growing, again and again.  What the chunk leaves
+    in cycles (the email package's parser makes some) is collected after it."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 class Score(NamedTuple):
