@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -338,6 +339,41 @@ def test_a_model_replaced_by_train_is_used_by_the_next_request(tmp_path: Path, m
         after = server.spamc(stdin=data).stdout
         assert after != before
         assert SA_FIELD.sub(b"", after) == pipe_verdict(mine, data)[0]
+
+
+def test_a_model_copied_over_in_place_kills_no_worker(tmp_path: Path, model: Path) -> None:
+    """`cp` onto the served file truncates and rewrites it under the requests: none may find a worker
+    dead (a mapped file cut short is SIGBUS), each is answered or refused in protocol, and once the copy
+    is done the copied model answers."""
+    mine, other = tmp_path / "model.npz", tmp_path / "other.npz"
+    shutil.copy(model, mine)
+    subprocess.run([str(SPAMNB), "-q", "train", "-m", str(other), "--spam", str(SAMPLE / "maildir/ham"), "--ham", str(SAMPLE / "maildir/spam")], check=True, timeout=120)
+    data = MESSAGES[3][1]
+    request = b"CHECK SPAMC/1.5\r\nContent-length: %d\r\n\r\n" % len(data) + data
+    replies: list[bytes] = []
+    done = threading.Event()
+    with serving("-m", mine, "--listen", "127.0.0.1:0", "--workers", "2") as server:
+
+        def client() -> None:
+            while not done.is_set():
+                replies.append(server.raw(request))
+
+        clients = [threading.Thread(target=client) for _ in range(4)]
+        for thread in clients:
+            thread.start()
+        try:
+            for copy in range(40):
+                subprocess.run(["cp", str(other if copy % 2 == 0 else model), str(mine)], check=True, timeout=60)
+                time.sleep(0.02)
+        finally:
+            done.set()
+            for thread in clients:
+                thread.join()
+        assert SA_FIELD.sub(b"", server.spamc(stdin=data).stdout) == pipe_verdict(model, data)[0]
+    assert b"ended (" not in server.err, server.err.decode(errors="replace")
+    assert len(replies) > 40
+    for reply in replies:
+        assert reply.startswith((b"SPAMD/1.5 0 EX_OK\r\nSpam: ", b"SPAMD/1.5 69 Service Unavailable")), reply
 
 
 def test_user_picks_a_model_in_models_dir_and_no_name_leaves_it(tmp_path: Path, model: Path) -> None:

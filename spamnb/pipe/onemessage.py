@@ -60,12 +60,13 @@ class Counts2:
 
 
 class OneModel:
-    """A model file opened to score single messages: mapped, validated, nothing read whole."""
+    """A model file opened to score single messages: mapped (or read whole: `hold`, `whole`, see
+    npzview.open_members), validated."""
 
-    def __init__(self, path: str, hold: bool = False) -> None:
+    def __init__(self, path: str, hold: bool = False, whole: bool = False) -> None:
         self.path = path
         try:
-            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold)
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold, whole=whole)
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
@@ -354,12 +355,12 @@ Loaded = namedtuple("Loaded", ("model", "tokenize"))
 
 def open_model(path: str, resident: bool = False, hold: bool = False) -> OneModel | Loaded:
     """The model at `path` opened for scoring single messages; `resident`: for many of them
-    (`OneModel.make_resident`); `hold`: see npzview.open_members.  A model file that is a zip of
+    (`OneModel.make_resident`), read whole; `hold`: see npzview.open_members.  A model file that is a zip of
     another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
     from spamnb.text.tokens import Tokenizer
 
     try:
-        model = OneModel(path, hold)
+        model = OneModel(path, hold, whole=resident)
     except npzview.NotPlain as err:
         from spamnb.models import store
 
