@@ -319,6 +319,10 @@ def test_tell_learns_only_when_allowed_and_as_train_does(tmp_path: Path, model: 
         # The message was learnt as ham by `train`: as spam it moves, once.
         assert server.spamc("-L", "spam", stdin=ham).stdout == b"Message successfully un/learned\n"
         assert server.spamc("-L", "spam", stdin=ham).stdout == b"Message was already un/learned\n"
+        # As spamc -L is often given it: as PROCESS stamped it (X-Spamnb, X-Spam-Status...), the same message.
+        processed = server.spamc(stdin=ham).stdout
+        assert b"\nX-Spam-Status: " in processed and b"\nX-Spamnb: " in processed
+        assert server.spamc("-L", "spam", stdin=processed).stdout == b"Message was already un/learned\n"
         subprocess.run([str(SPAMNB), "-q", "train", "-m", str(twin), "--spam", "-"], input=ham, check=True, timeout=60)
         # Verdict and header afterwards: those of the pipe over a model `train --spam -` taught the same.
         for _, data in MESSAGES[::9]:
