@@ -19,7 +19,7 @@ import pytest
 from spamnb.bayes import events
 from spamnb.mail import headers
 from spamnb.mail.sources import Message
-from spamnb.models import journal, store
+from spamnb.models import journal, modelfile, store
 from spamnb.pipe import learnone, onemessage
 from spamnb.run import classifier
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail, run_cli
@@ -175,7 +175,7 @@ def test_a_damaged_journal_is_a_clear_error_and_the_pipe_still_delivers(model: P
     assert learn(model, "ham", ham) == 0
     corrupt_middle(journal.journal_path(str(model)))
     needle = f"{model}.journal: damaged spamnb journal"
-    with pytest.raises(store.ModelError, match=needle):
+    with pytest.raises(modelfile.ModelError, match=needle):
         store.load(str(model))
     for args in (["classify", "-m", str(model), str(spam)], ["train", "-m", str(model), "--jobs", "1", "--spam", str(spam)], ["inspect", "-m", str(model)]):
         result = run_cli("-q", *args)

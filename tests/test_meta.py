@@ -17,7 +17,7 @@ from sklearn.naive_bayes import GaussianNB
 
 from spamnb.bayes import meta
 from spamnb.mail.sources import Message, read_source
-from spamnb.models import journal, store
+from spamnb.models import journal, modelfile, store
 from spamnb.models.model import Scoring, fit_meta_weight
 from spamnb.pipe import onemessage
 from spamnb.run import classifier
@@ -278,7 +278,7 @@ def test_negative_moments_are_damaged_on_the_pipe_too(trained: tuple[str, str], 
     with open(damaged, "wb") as out:
         store.write_npz(out, arrays)
     for load in (store.load, onemessage.OneModel):
-        with pytest.raises(store.ModelError, match="negative messages or squares"):
+        with pytest.raises(modelfile.ModelError, match="negative messages or squares"):
             load(str(damaged))
 
 
@@ -291,7 +291,7 @@ def test_moments_no_mail_could_have_are_a_damaged_model(trained: tuple[str, str]
     with open(damaged, "wb") as out:
         store.write_npz(out, arrays)
     for load in (store.load, lambda p: store.load(p, scoring_only=True), onemessage.OneModel):
-        with pytest.raises(store.ModelError, match="damaged spamnb model"):
+        with pytest.raises(modelfile.ModelError, match="damaged spamnb model"):
             load(str(damaged))
 
 
@@ -313,5 +313,5 @@ def test_moments_and_the_meta_setting_come_together(trained: tuple[str, str], tm
     with open(damaged, "wb") as out:
         store.write_npz(out, arrays)
     for load in (store.load, lambda p: store.load(p, scoring_only=True), onemessage.OneModel):
-        with pytest.raises(store.ModelError, match=r"damaged spamnb model.*moments"):
+        with pytest.raises(modelfile.ModelError, match=r"damaged spamnb model.*moments"):
             load(str(damaged))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from spamnb.bayes import events, formulas, nb
 from spamnb.bayes.chi2 import log_chi2_tails
 from spamnb.mail.sources import Message, read_source
-from spamnb.models import npzview, store
+from spamnb.models import modelfile, npzview, store
 from spamnb.models.model import Model, Scoring
 from spamnb.pipe import onemessage
 from spamnb.run import classifier
@@ -197,7 +197,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_an_untrained_class_is_a_model_error(tmp_path: Path) -> None:
     path = build_model(tmp_path / "spam-only.npz", [SPAM_MAIL], [])
-    with pytest.raises(npzview.ModelError, match=r"spam-only\.npz: the model has no ham messages yet"):
+    with pytest.raises(modelfile.ModelError, match=r"spam-only\.npz: the model has no ham messages yet"):
         onemessage.score_message(str(path), HAM_MAIL)
 
 
@@ -239,5 +239,5 @@ def test_damage_in_a_small_member_is_found_without_numpy(model: Path, tmp_path: 
     data[at] ^= 0x01
     damaged = tmp_path / "damaged.npz"
     damaged.write_bytes(bytes(data))
-    with pytest.raises(npzview.ModelError, match=r"damaged\.npz: damaged spamnb model \(checksum of scoring"):
+    with pytest.raises(modelfile.ModelError, match=r"damaged\.npz: damaged spamnb model \(checksum of scoring"):
         onemessage.OneModel(str(damaged))

@@ -31,7 +31,7 @@ from hypothesis import example, given, settings
 from spamnb.cli import commands as cli_module
 from spamnb.mail import headers, sources
 from spamnb.mail.sources import Message, Problem
-from spamnb.models import journal, lock, store
+from spamnb.models import journal, lock, modelfile, store
 from spamnb.pipe import filter as pipe
 from spamnb.pipe import learnone
 from spamnb.text.tokens import Tokenizer, TokenSettings
@@ -189,11 +189,11 @@ def crafted(good: Path, path: Path, members: dict[str, tuple[bytes, Iterator[byt
 
 LOAD_AND_MEASURE = """
 import resource, sys
-from spamnb.models import store
+from spamnb.models import modelfile, store
 try:
     store.load(sys.argv[1], scoring_only=sys.argv[2] == "mapped")
     print("loaded")
-except store.ModelError as err:
+except modelfile.ModelError as err:
     print(err)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
@@ -252,7 +252,7 @@ def test_a_header_that_declares_other_than_its_member_holds_is_refused(model: Pa
                     np.lib.format.write_array(member, array, allow_pickle=False)
     for scoring_only in (True, False):
         # Worded as the pipe words it: every path runs the one validation (issue 27).
-        with pytest.raises(store.ModelError, match=re.escape(f"{path}: damaged spamnb model (tf: an array of shape (2, {v}) in {arrays['tf'].size:,} bytes")):
+        with pytest.raises(modelfile.ModelError, match=re.escape(f"{path}: damaged spamnb model (tf: an array of shape (2, {v}) in {arrays['tf'].size:,} bytes")):
             store.load(str(path), scoring_only=scoring_only)
 
 
@@ -278,7 +278,7 @@ def test_token_offsets_are_checked_on_every_load_path(model: Path, tmp_path: Pat
     # On main the mapped (pipe) path scored with them: a spam read as unsure, score=0.6675.
     path = with_arrays(model, tmp_path / "model.npz", offsets=bad_offsets(model)[case])
     for kwargs in ({"scoring_only": True}, {}, {"growable": True}):
-        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \((token offsets|offsets holds floats)"):
+        with pytest.raises(modelfile.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \((token offsets|offsets holds floats)"):
             store.load(str(path), **kwargs)
     piped = run_pipe(path, SPAM_MAIL)
     assert piped.status == 3 and piped.out == SPAM_MAIL and str(path) in piped.err
@@ -310,7 +310,7 @@ def test_other_bad_arrays_are_one_line_errors(model: Path, tmp_path: Path, chang
     for kwargs in ({"scoring_only": True}, {}, {"growable": True}):
         if name == "learnt_class" and kwargs.get("scoring_only"):
             continue  # the pipe never reads the digests
-        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \("):
+        with pytest.raises(modelfile.ModelError, match=rf"^{re.escape(str(path))}: damaged spamnb model \("):
             store.load(str(path), **kwargs)
     result = run_cli("-q", "classify", "-m", str(path), "-", stdin=SPAM_MAIL)
     assert result.exit_code == 3 and len(result.stderr.splitlines()) == 1 and "internal error" not in result.stderr
@@ -323,7 +323,7 @@ def test_a_text_file_as_the_model_is_not_a_zip_archive(tmp_path: Path) -> None:
     path = tmp_path / "model.npz"
     path.write_text("spam 0.99\nham 0.01\n")  # on main: "pickled (object) data"
     for kwargs in ({"scoring_only": True}, {}):
-        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a zip archive\)$"):
+        with pytest.raises(modelfile.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a zip archive\)$"):
             store.load(str(path), **kwargs)
 
 
@@ -331,7 +331,7 @@ def test_a_fifo_as_the_model_is_refused_without_blocking(tmp_path: Path) -> None
     path = tmp_path / "model.npz"
     os.mkfifo(path)
     for kwargs in ({"scoring_only": True}, {}):
-        with pytest.raises(store.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a regular file\)$"):
+        with pytest.raises(modelfile.ModelError, match=rf"^{re.escape(str(path))}: not a spamnb model \(not a regular file\)$"):
             store.load(str(path), **kwargs)
     piped = run_pipe(path, SPAM_MAIL)
     assert piped.status == 3 and piped.out == SPAM_MAIL and "not a regular file" in piped.err

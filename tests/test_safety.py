@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import Result
 
-from spamnb.models import lock, store
+from spamnb.models import lock, modelfile, store
 from tests.conftest import ENVELOPE, make_mail, run_cli
 from tests.test_pipe import HAM_MAIL, SPAM_MAIL, SPAMNB, assert_failed_open, run_console, run_pipe, small_model
 
@@ -339,7 +339,7 @@ def test_a_damaged_or_foreign_model_is_a_clear_error_naming_it(good_model: Path,
     path = tmp_path / "model.npz"
     make(good_model, path)
     for growable in (False, True):
-        with pytest.raises(store.ModelError, match=str(path)):
+        with pytest.raises(modelfile.ModelError, match=str(path)):
             store.load(str(path), growable=growable)
     message = tmp_path / "message.eml"
     message.write_bytes(SPAM_MAIL)
@@ -398,7 +398,7 @@ def test_a_model_carrying_a_pickled_object_array_runs_no_code(good_model: Path, 
 
     if member in store.REQUIRED:
         for growable in (False, True):
-            with pytest.raises(store.ModelError, match=str(path)):
+            with pytest.raises(modelfile.ModelError, match=str(path)):
                 store.load(str(path), growable=growable)
         assert_failed_open(run_pipe(path, HAM_MAIL), HAM_MAIL, str(path))
         result = run_cli("train", "-m", str(path), "--ham", "-", stdin=HAM_MAIL)
@@ -411,7 +411,7 @@ def test_a_model_carrying_a_pickled_object_array_runs_no_code(good_model: Path, 
 def test_a_plain_pickle_as_the_model_runs_no_code(tmp_path: Path) -> None:
     path, marker = tmp_path / "model.npz", tmp_path / "pwned"
     path.write_bytes(pickle.dumps(Plant(marker)))
-    with pytest.raises(store.ModelError, match=str(path)):
+    with pytest.raises(modelfile.ModelError, match=str(path)):
         store.load(str(path))
     assert_failed_open(run_pipe(path, SPAM_MAIL), SPAM_MAIL, str(path))
     assert not marker.exists()
@@ -422,5 +422,5 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(good_model: Path, tmp_path:
     path = tmp_path / "bomb.npz"
     zip_bomb(good_model, path)
     assert path.stat().st_size < 2**21
-    with pytest.raises(store.ModelError, match=r"tf\.npy would inflate [\d,]+ bytes to 67,108,992"):
+    with pytest.raises(modelfile.ModelError, match=r"tf\.npy would inflate [\d,]+ bytes to 67,108,992"):
         store.load(str(path))

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spamnb.mail.sources import Message
-from spamnb.models import lock, store
+from spamnb.models import lock, modelfile, npzview, store
 from spamnb.models.model import Model, Scoring
-from spamnb.models.store import ModelError
+from spamnb.models.modelfile import ModelError
 from spamnb.run import classifier
 from spamnb.text.tokens import TokenSettings
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, labelled_messages, make_mail
@@ -233,13 +233,13 @@ def test_pickled_object_array_is_refused_without_running_it(saved: tuple[Model, 
 
 def test_default_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SPAMNB_MODEL", "/x/model.npz")
-    assert store.default_path() == "/x/model.npz"
+    assert modelfile.default_path() == "/x/model.npz"
     monkeypatch.delenv("SPAMNB_MODEL")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    assert store.default_path() == str(tmp_path / "spamnb" / "model.npz")
+    assert modelfile.default_path() == str(tmp_path / "spamnb" / "model.npz")
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert store.default_path() == str(tmp_path / ".local" / "share" / "spamnb" / "model.npz")
+    assert modelfile.default_path() == str(tmp_path / ".local" / "share" / "spamnb" / "model.npz")
 
 
 def test_lock_serialises_learners(tmp_path: Path) -> None:
@@ -260,7 +260,7 @@ def test_one_message_model_scores_like_make_mail(tmp_path: Path) -> None:
     assert result.log_odds > 0
 
 
-def directory_of(path: str) -> dict[str, store.Member] | None:
+def directory_of(path: str) -> dict[str, npzview.Member] | None:
     import mmap
 
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
@@ -270,7 +270,7 @@ def directory_of(path: str) -> dict[str, store.Member] | None:
 def test_zip_directory_reads_a_saved_model_as_zipfile_does(saved: tuple[Model, str]) -> None:
     _, path = saved
     with zipfile.ZipFile(path) as z:
-        expected = {i.filename: store.Member(i.header_offset, i.file_size, i.CRC, i.compress_type == zipfile.ZIP_STORED and not i.flag_bits & 1) for i in z.infolist()}
+        expected = {i.filename: npzview.Member(i.header_offset, i.file_size, i.CRC, i.compress_type == zipfile.ZIP_STORED and not i.flag_bits & 1) for i in z.infolist()}
     assert directory_of(path) == expected
     assert store.load(path, scoring_only=True).scoring_only  # the mapped loader took it
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from spamnb.mail import headers
 from spamnb.mail.sources import Message
-from spamnb.models import journal, store
+from spamnb.models import journal, modelfile, store
 from spamnb.models.model import Scoring
 from spamnb.pipe import filter as pipe
 from spamnb.run import classifier
@@ -452,7 +452,7 @@ def test_11_a_learn_whose_fold_fails_says_it_learnt(small: Path, copy_of: Callab
     monkeypatch.setattr(journal, "FOLD_SIZE", 1)  # every learn folds
 
     def full(*args: object) -> None:
-        raise store.ModelError(f"{model}: cannot save the model (No space left on device, writing x.tmp); the model is as it was")
+        raise modelfile.ModelError(f"{model}: cannot save the model (No space left on device, writing x.tmp); the model is as it was")
 
     monkeypatch.setattr(store, "save", full)
     message = model.parent / "one.eml"

@@ -17,7 +17,7 @@ from sklearn.preprocessing import normalize
 
 from spamnb.bayes import events, nb
 from spamnb.mail.sources import read_labelled
-from spamnb.models import journal, store
+from spamnb.models import journal, modelfile, store
 from spamnb.models.model import Scoring
 from spamnb.pipe import learnone, onemessage
 from spamnb.run import classifier, merge, online
@@ -152,7 +152,7 @@ def test_a_model_without_its_weighted_sums_is_damaged(tmp_path: Path) -> None:
     del arrays["weighted"]
     with open(path, "wb") as out:
         store.write_npz(out, arrays)
-    with pytest.raises(store.ModelError, match="a weighting without its weighted sums"):
+    with pytest.raises(modelfile.ModelError, match="a weighting without its weighted sums"):
         store.load(str(path))
 
 

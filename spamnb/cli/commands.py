@@ -12,11 +12,15 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
 from spamnb import __version__
+
+if TYPE_CHECKING:
+    from spamnb.mail.sources import Item
+    from spamnb.scale.executor import Mail
 
 F = TypeVar("F", bound=Callable[..., Any])
 QUIET_HELP = "No progress bar and no summary line (warnings and errors still print)."
@@ -75,7 +79,7 @@ def guarded(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from spamnb.mail.sources import SourceError
-        from spamnb.models.store import ModelError
+        from spamnb.models.modelfile import ModelError
 
         debug = click.get_current_context().find_root().params.get("debug", False)
         try:
@@ -115,7 +119,7 @@ def unnamed_write_error(err: BaseException) -> str:
 
 
 def model_option(required_default: bool = True) -> Callable[[F], F]:
-    from spamnb.models.store import default_path
+    from spamnb.models.modelfile import default_path
 
     return click.option(
         "-m",
@@ -409,6 +413,24 @@ def settings_from(options: ModelOptions, base: Any = None) -> tuple[Any, Any]:
     return tokens, with_cutoffs(changed, options.spam_cutoff, options.ham_cutoff)
 
 
+def labelled_mail(
+    spam: tuple[str, ...],
+    ham: tuple[str, ...],
+    index: str | None,
+    screen: Callable[[Iterable[Item]], Iterable[Item]],
+    on_empty: Callable[[str], None],
+    access: Any,
+) -> Mail:
+    """The labelled mail a command names (`executor.Mail`): read through `screen`, or located for a cluster's workers."""
+    from spamnb.mail import sources
+    from spamnb.scale import executor
+
+    def read(max_bytes: int) -> Iterable[Item]:
+        return screen(sources.read_labelled(spam, ham, index, max_bytes, on_empty=on_empty, access=access))
+
+    return executor.Mail((*spam, *ham), read, lambda: sources.locate_labelled(spam, ham, index))
+
+
 def need_labelled(spam: tuple[str, ...], ham: tuple[str, ...], index: str | None) -> None:
     import os
 
@@ -517,14 +539,12 @@ def train(
     from spamnb.cli.progress import progress_bar
     from spamnb.mail import sources
     from spamnb.models import lock, store
-    from spamnb.run import classifier
+    from spamnb.scale import executor
 
     need_labelled(spam, ham, index)
-    if dask_address is not None:
-        from spamnb.scale import cluster
-
-        cluster.refuse_stdin([*spam, *ham])
-        cluster.require()
+    screen = not_mail_learnt if force else not_mail_skipped
+    mail = labelled_mail(spam, ham, index, lambda items: sources.screened(items, screen), warn_empty, access)
+    where = executor.choose(dask_address, jobs, mail)
     if not os.path.exists(model_path):
         settings_from(options)  # a usage error first: no lock file is left for a model never made
     # A dry run saves nothing, so it takes no lock (and makes no lock file beside a new model).
@@ -537,15 +557,8 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(options))
-        with progress_bar("learning", ctx.obj["quiet"], index_total(spam, ham, index)) as advance:
-            if dask_address is None:
-                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=warn_empty, access=access)
-                items = sources.screened(items, not_mail_learnt if force else not_mail_skipped)
-                result = classifier.learn(model, items, forget=forget, progress=advance, jobs=jobs)
-            else:
-                located = sources.locate_labelled(spam, ham, index)
-                with cluster.connect(dask_address, jobs) as client:
-                    result = cluster.learn(client, model, located, forget=forget, progress=advance, jobs=jobs)
+        with progress_bar("learning", ctx.obj["quiet"], index_total(spam, ham, index)) as advance, where.started(mail) as run:
+            result = run.learn(model, forget, advance)
         pruned = model.prune(options.pruning())
         if not dry_run:
             store.save(model, model_path)
@@ -652,31 +665,24 @@ def classify_batch(
     from spamnb.mail import sources as src
     from spamnb.mail.sources import Problem
     from spamnb.models import store
-    from spamnb.run import classifier
+    from spamnb.scale import executor
 
-    if dask_address is not None:
-        from spamnb.scale import cluster
-
-        cluster.refuse_stdin(sources)
-        cluster.require()
-    model = store.load(model_path)
-    model.scoring = with_cutoffs(model.scoring, *cutoffs)
     to_terminal = report.stdout_is_terminal() and not as_json
     heads: dict[str, tuple[str, str]] = {}  # on a terminal, without --dask (the workers read the mail)
+
+    def read(max_bytes: int) -> Iterable[Item]:
+        items = src.screened(src.read_all(sources, max_bytes, on_empty=warn_empty, access=access), not_mail_scored)
+        return report.noting_heads(items, heads) if to_terminal else items
+
+    mail = executor.Mail(sources, read, lambda: src.locate_all(sources))
+    where = executor.choose(dask_address, jobs, mail)
+    model = store.load(model_path)
+    model.scoring = with_cutoffs(model.scoring, *cutoffs)
     rows = []
     bad = 0
     write = sys.stdout.write
-    with progress_bar("classifying", ctx.obj["quiet"]) as advance, contextlib.ExitStack() as stack:
-        if dask_address is None:
-            items = src.screened(src.read_all(sources, model.tokens.max_bytes, on_empty=warn_empty, access=access), not_mail_scored)
-            if to_terminal:
-                items = report.noting_heads(items, heads)
-            results = classifier.classify(model, items, progress=advance, jobs=jobs)
-        else:
-            located = src.locate_all(sources)
-            client = stack.enter_context(cluster.connect(dask_address, jobs))
-            results = cluster.classify(client, model, located, progress=advance, jobs=jobs)
-        for result in results:
+    with progress_bar("classifying", ctx.obj["quiet"]) as advance, where.started(mail) as run:
+        for result in run.classify(model, advance):
             if isinstance(result, Problem):
                 sys.stdout.flush()
                 bad += report_problems([result])
@@ -755,6 +761,7 @@ def evaluate(
     from spamnb.mail.sources import Problem
     from spamnb.models import store
     from spamnb.run import classifier, metrics
+    from spamnb.scale import executor
 
     need_labelled(spam, ham, index)
     empty: list[str] = []  # sources with no mail: a warning, or part of the error when there is none at all
@@ -773,15 +780,9 @@ def evaluate(
         if options.pruning():
             raise click.UsageError("--min-count/--max-tokens prune while cross-validating; prune a model with `train`")
     learnt = None
-    client = None
+    mail = labelled_mail(spam, ham, index, lambda items: items, empty.append, access)
     with progress_bar("evaluating", ctx.obj["quiet"], index_total(spam, ham, index)) as advance, contextlib.ExitStack() as stack:
-        if dask_address is not None:
-            from spamnb.scale import cluster
-
-            cluster.refuse_stdin([*spam, *ham])
-            cluster.require()
-            located = sources.locate_labelled(spam, ham, index)
-            client = stack.enter_context(cluster.connect(dask_address, jobs))
+        run = stack.enter_context(executor.choose(dask_address, jobs, mail).started(mail))
         if online:
             if folds is not None or train_size is not None or options.pruning():
                 raise click.UsageError("--online learns every message in turn; --folds, --train-size and pruning do not go with it")
@@ -798,22 +799,13 @@ def evaluate(
             model = store.load(model_path)
             model.tokens, model.scoring = settings_from(options, model)
             scoring = model.scoring
-            if client is None:
-                items = sources.read_labelled(spam, ham, index, model.tokens.max_bytes, on_empty=empty.append, access=access)
-                results = list(classifier.classify(model, items, progress=advance, jobs=jobs))
-            else:
-                results = list(cluster.classify(client, model, located, progress=advance, jobs=jobs))
+            results = list(run.classify(model, advance))
             scored = [r for r in results if not isinstance(r, Problem)]
             problems = [r for r in results if isinstance(r, Problem)]
         else:
             tokens, scoring = settings_from(options)
-            pruning = options.pruning()
-            if client is None:
-                items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append, access=access)
-                scored, problems = classifier.cross_validate(items, folds or 5, tokens, scoring, progress=advance, jobs=jobs, pruning=pruning, train_size=train_size)
-            else:
-                data = cluster.tokenise_labelled(client, located, tokens, progress=advance, jobs=jobs, numeric=scoring.meta != "none")
-                scored, problems = classifier.folds_scored(data, folds or 5, scoring, pruning=pruning, train_size=train_size)
+            data = run.tokenise_labelled(tokens, advance, numeric=scoring.meta != "none")
+            scored, problems = classifier.folds_scored(data, folds or 5, scoring, pruning=options.pruning(), train_size=train_size)
     bad = report_problems(problems)
     if not scored:
         raise Failure("no messages to evaluate" + "".join(f"; {src}: no mail in it" for src in empty))

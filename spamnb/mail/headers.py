@@ -264,10 +264,18 @@ def digest(data: bytes, limit: int | None = None, transport: bool = False, trail
     With `limit`, of the first `limit` bytes that `unstamped` keeps: what is learnt of
     the message, and what a read capped a little above `limit` still holds whole.
     """
+    head, rest = digested(data)
+    return fingerprint(head if transport else without_transport(head), rest, limit, trailing)
+
+
+def digested(data: bytes) -> tuple[bytes, bytes]:
+    """What every digest of a message is of: its header block less any verdict header, and the rest."""
     _, head, rest = split_message(data)
-    head = without_verdict(head)
-    if not transport:
-        head = without_transport(head)
+    return without_verdict(head), rest
+
+
+def fingerprint(head: bytes, rest: bytes, limit: int | None, trailing: bool) -> bytes:
+    """`digest` of a message's header block (less what that digest is blind to) and rest."""
     if limit is not None:
         head, rest = head[:limit], rest[: max(limit - len(head), 0)]
     if not trailing:
@@ -276,26 +284,36 @@ def digest(data: bytes, limit: int | None = None, transport: bool = False, trail
         head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith((b"\n", b"\r")) else head
     import hashlib  # learning needs it, scoring does not: off the pipe's start-up
 
-    fingerprint = hashlib.blake2b(len(head).to_bytes(8, "big"), digest_size=16)
-    fingerprint.update(head)
-    fingerprint.update(rest)
-    return fingerprint.digest()
+    found = hashlib.blake2b(len(head).to_bytes(8, "big"), digest_size=16)
+    found.update(head)
+    found.update(rest)
+    return found.digest()
 
 
 def legacy_digests(data: bytes, limit: int | None = None) -> tuple[bytes, bytes]:
     """The digests of earlier releases, which models learnt with them keep: before the final
     newlines were left out, and before the transport fields were too."""
-    return digest(data, limit, trailing=True), digest(data, limit, transport=True, trailing=True)
+    head, rest = digested(data)
+    return legacy_fingerprints(head, without_transport(head), rest, limit)
+
+
+def legacy_fingerprints(head: bytes, bare: bytes, rest: bytes, limit: int | None) -> tuple[bytes, bytes]:
+    """`legacy_digests` of a message's `digested` header block `head`, that block less the transport fields (`bare`), and rest."""
+    return fingerprint(bare, rest, limit, trailing=True), fingerprint(head, rest, limit, trailing=True)
 
 
 def learnt_digest(data: bytes, limit: int | None, known: Callable[[bytes], bool]) -> bytes:
     """The digest to learn, move or forget a message by: its `digest`, or the legacy one
     a model already knows it by, so that older models still recognise what they learnt
-    (`known`: whether the model holds a digest)."""
-    key = digest(data, limit)
-    return key if known(key) else first_known(key, legacy_digests(data, limit), known)
+    (`known`: whether the model holds a digest).  The message is split and its header
+    block cut once for all three."""
+    head, rest = digested(data)
+    bare = without_transport(head)
+    key = fingerprint(bare, rest, limit, trailing=False)
+    return key if known(key) else first_known(key, legacy_fingerprints(head, bare, rest, limit), known)
 
 
 def first_known(key: bytes, olds: Sequence[bytes], known: Callable[[bytes], bool]) -> bytes:
-    """The first of a message's legacy digests `olds` that the model knows, else its digest `key`."""
-    return next((old for old in olds if old != key and known(old)), key)
+    """A message's digest `key` if the model knows it, else the first of its legacy digests
+    `olds` that the model knows, else `key`."""
+    return key if known(key) else next((old for old in olds if old != key and known(old)), key)

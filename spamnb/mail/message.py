@@ -128,7 +128,12 @@ def read_part(text: str) -> Any:
 # What may follow the separator on a boundary line (feedparser's `boundaryre`): the
 # closing `--`, blanks, the line's end.
 BOUNDARY_REST = Lazy(r"(--)?[ \t]*+(?:\r\n|\r|\n|\Z)")
-LAST_LINE_END = Lazy(r"(?:\r\n|\r|\n)\Z")
+
+
+def without_line_end(text: str) -> str:
+    """`text` less the line end (CRLF, CR or LF) it ends with, if any: `(?:\\r\\n|\\r|\\n)\\Z`
+    replaced, without the regex engine's try at every character of the part."""
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith(("\r", "\n")) else text
 
 
 class MultiPart:
@@ -217,7 +222,7 @@ def multipart_of(top: Any, depth: int = 0, budget: list[int] | None = None) -> M
         return None
     parts = []
     for text in texts:
-        part = single_part_of(read_part(LAST_LINE_END.sub("", text)))
+        part = single_part_of(read_part(without_line_end(text)))
         if part is None:
             if depth >= MAX_NESTING:
                 return None

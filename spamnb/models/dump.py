@@ -27,7 +27,7 @@ import numpy as np
 
 from spamnb.models import store
 from spamnb.models.model import Model
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 
 FORMAT = "spamnb-dump"
 VERSION = 1

@@ -28,7 +28,8 @@ import zlib
 
 from spamnb.bayes import meta
 from spamnb.models import trust
-from spamnb.models.npzview import ModelError, identity  # noqa: F401 - the journal's key, read by its users here
+from spamnb.models.modelfile import ModelError
+from spamnb.models.npzview import identity  # noqa: F401 - the journal's key, read by its users here
 
 MAGIC = b"SPAMNBJ1"
 HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 
 
 def temp_prefix(path: str) -> str:

@@ -19,21 +19,11 @@ import sys
 import zlib
 from collections import namedtuple
 
+from spamnb.models.modelfile import ModelError
+
 FORMAT = "spamnb-model"
 VERSION = 7  # the history of the format: docs/measurements.md
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
-
-
-class ModelError(Exception):
-    """The model file is missing, unreadable, foreign or damaged; the message names it."""
-
-
-def default_path() -> str:
-    """`-m`'s default: $SPAMNB_MODEL, else $XDG_DATA_HOME/spamnb/model.npz."""
-    if os.environ.get("SPAMNB_MODEL"):
-        return os.environ["SPAMNB_MODEL"]
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(data_home, "spamnb", "model.npz")
 
 
 class NotPlain(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 
 
 def model_stat(path: str) -> os.stat_result | None:

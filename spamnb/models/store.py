@@ -40,17 +40,8 @@ from spamnb.bayes.vocabulary import SortedTokens, Vocabulary, token_offsets
 from spamnb.models import journal, modelcheck, npzview, ownership, trust
 from spamnb.models.lock import temp_prefix
 from spamnb.models.model import Model, Scoring
-from spamnb.models.npzview import (  # Member and default_path: this module's names before they moved
-    FORMAT,
-    LOCAL_HEADER,
-    REQUIRED,
-    VERSION,
-    Member,  # noqa: F401
-    ModelError,
-    default_path,  # noqa: F401
-    open_model,
-    zip_directory,
-)
+from spamnb.models.modelfile import ModelError
+from spamnb.models.npzview import FORMAT, LOCAL_HEADER, REQUIRED, VERSION, open_model, zip_directory
 from spamnb.text.tokens import TokenSettings
 
 

@@ -53,7 +53,8 @@ def validate(path: str, a: dict) -> None:
     import json
     import math
 
-    from spamnb.models.npzview import FORMAT, VERSION, ModelError
+    from spamnb.models.modelfile import ModelError
+    from spamnb.models.npzview import FORMAT, VERSION
 
     floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
     if floats:
@@ -89,7 +90,7 @@ def validate(path: str, a: dict) -> None:
 def check_score(p: float) -> float:
     """P(spam) as every path reports it: a number in [0, 1], or the model is damaged."""
     if not 0.0 <= p <= 1.0:
-        from spamnb.models.npzview import ModelError
+        from spamnb.models.modelfile import ModelError
 
         raise ModelError(f"damaged spamnb model (a score of {p}, not a probability)")
     return p

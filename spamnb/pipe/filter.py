@@ -143,11 +143,11 @@ def filter_message(
     if not data:
         raise InputError("empty input: no message on stdin")
     # Imported here so that even a broken installation passes mail through.
-    from spamnb.models import npzview
+    from spamnb.models import modelfile, npzview
     from spamnb.pipe import onemessage
 
     try:  # the model held against a rewrite in place while it is read (npzview.open_members' `hold`)
-        verdict = onemessage.score_message(model_path or npzview.default_path(), data, cutoffs, reasons, hold=True)
+        verdict = onemessage.score_message(model_path or modelfile.default_path(), data, cutoffs, reasons, hold=True)
     finally:
         npzview.release()
     more = headers.spamassassin_fields(verdict.verdict, verdict.score, verdict.threshold) if markup.sa_headers else ()

@@ -18,7 +18,7 @@ import os
 import sys
 from collections import Counter
 
-from spamnb.models import journal, lock, npzview
+from spamnb.models import journal, lock, modelfile, npzview
 from spamnb.pipe.argv import options_of
 
 # `typing` is off a learn's start-up: names for annotations only.
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     model_path, sources, forget, wait = parsed
-    model_path = model_path or npzview.default_path()
+    model_path = model_path or modelfile.default_path()
     if not os.path.isfile(model_path) or not all(single_message_file(src) for _, src in sources):
         return None
     # -q (before `train`: parse_args takes no other place for it) drops the summary line.
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int | None:
         return learn(model_path, sources, forget, wait, quiet)
     except npzview.NotPlain:
         return None
-    except (npzview.ModelError, OSError) as err:
+    except (modelfile.ModelError, OSError) as err:
         print(f"spamnb: error: {err}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - as the command line's `guarded`: one line, exit 3
@@ -202,7 +202,7 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
         if size > journal.FOLD_SIZE:
             try:
                 fold(model_path)
-            except npzview.ModelError as err:  # learnt all the same: the journal holds it, a later learn folds
+            except modelfile.ModelError as err:  # learnt all the same: the journal holds it, a later learn folds
                 out.postponed = str(err)
     return out
 

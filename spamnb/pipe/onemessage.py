@@ -15,7 +15,7 @@ from spamnb.bayes import formulas, meta
 from spamnb.bayes.formulas import HAM, SPAM
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
 from spamnb.models import journal, npzview, trust
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 from spamnb.models.scoring import Scoring
 from spamnb.text.tokens import Tokenizer, TokenSettings
 

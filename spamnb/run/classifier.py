@@ -5,10 +5,12 @@ number of messages.  Unreadable messages pass through as `Problem` items.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -74,16 +76,31 @@ class Tokenise(NamedTuple):
 def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
     """Map step: raw messages -> their distinct tokens and counts (and fields, if the event
     model uses them; and numeric features, if the model scores them)."""
-    if step.numeric:
-        numeric = [[] for _ in datas]
-        chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
-        chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
-    else:
-        chunk = local_rows([step.tokenizer(data) for data in datas])
+    with collector_paused():
+        if step.numeric:
+            numeric = [[] for _ in datas]
+            chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
+            chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
+        else:
+            chunk = local_rows([step.tokenizer(data) for data in datas])
     if not step.by_field:
         return chunk
     # From the chunk's distinct token strings, not each entry's.
     return chunk._replace(rows=chunk.rows._replace(fields=field_ids(chunk.tokens)[chunk.rows.cols]))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: while a chunk is tokenised, the collector
+    would walk its token lists, held and growing, again and again.  What the chunk leaves
+    in cycles (the email package's parser makes some) is collected after it."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 class Score(NamedTuple):
@@ -151,14 +168,18 @@ class Changes(NamedTuple):
     classes: list[int]
     signs: list[int]
 
-    def record(self, at: int, changes: list[tuple[int, int]], offers: Offers, key: bytes) -> None:
-        """Message `at`'s (class, sign) changes (`changes_of`); each learn is an offer to the calibration sample."""
+    def decide(self, model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool, at: int, offers: Offers) -> bool:
+        """Learn (or forget) one message of digest `key` as `cls` (`changes_of`), as message
+        `at` of the tokenised ones; whether its counts change.  Each learn is an offer to
+        the calibration sample."""
+        changes = changes_of(model, report, message_id, cls, key, forget)
         for c, sign in changes:
             self.which.append(at)
             self.classes.append(c)
             self.signs.append(sign)
             if sign > 0:
                 offers.add(key)
+        return bool(changes)
 
 
 def learn(
@@ -191,9 +212,7 @@ def learn(
                     report.problems.append(item)
                     continue
                 key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
-                changes = changes_of(model, report, item.id, class_of(item), key, forget)
-                if changes:
-                    change.record(len(datas), changes, offers, key)
+                if change.decide(model, report, item.id, class_of(item), key, forget, len(datas), offers):
                     datas.append(item.data)
             pending.append(change)
             yield datas
@@ -206,11 +225,16 @@ def learn(
                 sample.offer(learnt)
         if progress:
             progress(change.size)
-    model.counts.clamp()
-    kept = [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced]
-    if kept:
-        calibrate_on(model, kept, jobs)
+    finish_learning(model, [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced], jobs)
     return report
+
+
+def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
+    """The end of a learn, once all its count changes are in: counts below zero set to zero
+    (see nb.Counts.clamp), the calibration fitted on the `sample` of learnt messages."""
+    model.counts.clamp()
+    if sample:
+        calibrate_on(model, sample, jobs)
 
 
 def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:

@@ -73,8 +73,10 @@ def connect(address: str, workers: int, processes: bool = True) -> Iterator[Clie
             raise ClusterError(f"--dask {address}: {died} worker{'s' * (died > 1)} died running task {err.task}; see the workers' logs") from err
         except concurrent.futures.CancelledError as err:
             # Dask cancels every pending future when the client loses its scheduler.
-            reason = getattr(err, "reason", None) or "cancelled"
-            raise ClusterError(f"--dask {address}: the work was cancelled ({reason}); the run stopped and nothing was saved") from err
+            reason = getattr(err, "reason", None) or "unknown"
+            raise ClusterError(
+                f"--dask {address}: the work was cancelled, the scheduler or its workers lost (Dask's reason: {reason}); the run stopped and nothing was saved"
+            ) from err
 
 
 @contextlib.contextmanager
@@ -322,7 +324,7 @@ def learn(
     """`classifier.learn` on the cluster: same report, same model.
 
     First pass: the workers read each shard and send back its digests; the client
-    decides, in order, what each message changes (`classifier.changes_of`).  Second
+    decides, in order, what each message changes (`classifier.Changes.decide`).  Second
     pass: the workers read again, tokenise only the messages that change and count;
     the counts come back by `TreeReduce`.
     """
@@ -342,10 +344,8 @@ def learn(
                 report.problems.append(entry)
                 continue
             message_id, new, olds, cls = entry
-            key = new if new in model.learnt else headers.first_known(new, olds, model.learnt.__contains__)
-            changes = classifier.changes_of(model, report, message_id, cls, key, forget)
-            plan.change.record(len(plan.picks), changes, offers, key)
-            if changes:
+            key = headers.first_known(new, olds, model.learnt.__contains__)
+            if plan.change.decide(model, report, message_id, cls, key, forget, len(plan.picks), offers):
                 plan.picks.append(pos)
                 plan.keys.append(key)
         sizes.append(len(entries))
@@ -355,7 +355,25 @@ def learn(
     wanted: list[list[int]] = [[] for _ in parts]
     for offer in slots:
         wanted[int(np.searchsorted(first_offers, offer, side="right")) - 1].append(offer)
-    work = send(client, Work(classifier.Tokenise.of(model.tokens, model.scoring), classifier.chunk_size(jobs), model.tokens.max_bytes))
+    work = Work(classifier.Tokenise.of(model.tokens, model.scoring), classifier.chunk_size(jobs), model.tokens.max_bytes)
+    root = retried_if_lost(lambda shown: counted(client, parts, plans, first_offers, wanted, sizes, send(client, work), shown), progress)
+    if root is None:
+        return report
+    vocab = model.learnable()
+    cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
+    model.counts.grow(len(vocab))
+    model.counts.add_at(root.counts, cols)
+    model.moments += root.moments
+    by_offer = dict(root.sample)
+    classifier.finish_learning(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
+    return report
+
+
+def counted(
+    client: Client, parts: list[Shard], plans: list[Plan], first_offers: list[int], wanted: list[list[int]], sizes: list[int],
+    work: Work, progress: Callable[[int], None] | None,
+) -> Partial | None:
+    """The second pass of `learn`: the shards that change something counted on the workers and merged by `TreeReduce`."""
     reduce = TreeReduce(client, merge_partials)
     counting: list[Future] = []
     messages: dict[str, int] = {}  # by task key
@@ -374,20 +392,30 @@ def learn(
         for future in done:
             progress(messages[future.key])
     counting.clear()
-    root: Partial | None = reduce.result()
-    if root is None:
-        return report
-    vocab = model.learnable()
-    cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
-    model.counts.grow(len(vocab))
-    counts = model.counts
-    counts.add_at(root.counts, cols)
-    counts.clamp()  # as classifier.learn: once, after all the changes
-    model.moments += root.moments
-    if root.sample:
-        by_offer = dict(root.sample)
-        classifier.calibrate_on(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
-    return report
+    return reduce.result()
+
+
+# Dask's reasons for cancelling work whose inputs are gone (the second when a merge is
+# submitted after its input was lost).
+LOST = ("lost dependencies", "already forgotten")
+
+
+def retried_if_lost(run: Callable[[Callable[[int], None] | None], Any], progress: Callable[[int], None] | None, times: int = 3) -> Any:
+    """run(progress), run again (the progress bar left where it is) when Dask cancels it for
+    lost inputs: data sent to the workers dies with the last worker holding it (one,
+    when the others were restarting), and a merged partial whose worker died cannot be
+    recomputed, since its inputs were released once merged (holding them would keep every
+    shard's counts in memory).  The counting pass changes nothing before it returns and
+    sends its data anew, so a rerun is safe."""
+    from distributed.client import FutureCancelledError
+
+    for attempt in range(times - 1):
+        try:
+            return run(progress if attempt == 0 else None)
+        except FutureCancelledError as err:
+            if err.reason not in LOST:
+                raise
+    return run(None)
 
 
 # --- classify ---

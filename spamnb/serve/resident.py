@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 
 from spamnb.models import journal
-from spamnb.models.npzview import ModelError
+from spamnb.models.modelfile import ModelError
 from spamnb.pipe import onemessage
 
 # Per-user models kept open at once (`--models DIR`); the least recently used is closed.

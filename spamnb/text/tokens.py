@@ -334,9 +334,10 @@ class Tokenizer:
         """`words`, the scanning in C (SCANNER): the same rules, so the same words."""
         if self.settings.lowercase:
             text = text.lower()
-        # CJK letters are neither ASCII nor in EIGHT_BIT_CHARSETS: no text the pure path
-        # finds in those charsets holds any, so searching all non-ASCII text changes nothing.
-        if not text.isascii() and CJK.search(text):
+        # CJK letters are neither ASCII nor in EIGHT_BIT_CHARSETS: a text all in one of
+        # those (most non-ASCII mail; told in C by encoding it) holds none and needs no
+        # search, a pass of the regex engine over the whole text.
+        if not text.isascii() and not any(encodes(text, charset) for charset in EIGHT_BIT_CHARSETS) and CJK.search(text):
             text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
         return self._scan(text, self.settings.min_len, self.settings.max_len, self._stop_or_none)
 
