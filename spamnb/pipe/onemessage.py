@@ -51,13 +51,14 @@ class Counts2:
 
 
 class OneModel:
-    """A model file opened to score single messages: mapped, validated, nothing read whole.
-    `scoring`: scored with it instead of the file's (`eval --online`'s settings)."""
+    """A model file opened to score single messages: mapped (or read whole: `hold`, `whole`, see
+    npzview.open_members), validated.  `scoring`: scored with it instead of the file's
+    (`eval --online`'s settings)."""
 
-    def __init__(self, path: str, hold: bool = False, scoring: Scoring | None = None) -> None:
+    def __init__(self, path: str, hold: bool = False, whole: bool = False, scoring: Scoring | None = None) -> None:
         self.path = path
         try:
-            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold)
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold, whole=whole)
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
@@ -351,12 +352,12 @@ Loaded = namedtuple("Loaded", ("model", "tokenize"))
 
 def open_model(path: str, resident: bool = False, hold: bool = False) -> OneModel | Loaded:
     """The model at `path` opened for scoring single messages; `resident`: for many of them
-    (`OneModel.make_resident`); `hold`: see npzview.open_members.  A model file that is a zip of
+    (`OneModel.make_resident`), read whole; `hold`: see npzview.open_members.  A model file that is a zip of
     another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
     from spamnb.text.tokens import Tokenizer
 
     try:
-        model = OneModel(path, hold)
+        model = OneModel(path, hold, whole=resident)
     except npzview.NotPlain as err:
         from spamnb.models import store
 
