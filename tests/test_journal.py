@@ -22,7 +22,7 @@ from spamnb.mail.sources import Message
 from spamnb.models import journal, modelfile, store
 from spamnb.pipe import learnone, onemessage
 from spamnb.run import classifier
-from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail, run_cli
+from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail, run_cli, run_click
 from tests.test_pipe import SPAMNB, build_model, run_pipe
 
 NEW_SPAM = make_mail("zebra offer", "quokka flamingo viagra casino narwhal\n")
@@ -137,7 +137,7 @@ def test_learning_is_idempotent_and_forgetting_checked_across_model_and_journal(
         f"{model}: forgot 0, already known 0; model holds 11 spam and 12 ham",
     ]
     # The same through the full command line (which folds the journal in) ...
-    result = run_cli("-q", "train", "-m", str(model), "--forget", "--spam", str(spam))
+    result = run_click("-q", "train", "-m", str(model), "--forget", "--spam", str(spam))
     assert result.exit_code == 1 and "never learnt" in result.stderr
     assert not os.path.exists(journal.journal_path(str(model)))
     assert store.load(str(model)).counts.docs.tolist() == [12, 11]

@@ -407,7 +407,7 @@ def test_console_script_fails_open(model: Path, tmp_path: Path, problem: str) ->
 # --- properties of the byte-level header editing -------------------------------------------
 
 LINE_ENDS = st.sampled_from([b"\n", b"\r\n", b"\r"])
-NAMES = st.sampled_from([b"Subject", b"From", b"To", b"X-Spamnb", b"x-spamnb", b"X-SPAMNB ", b"X-Spamnb-Other", b""])
+NAMES = st.sampled_from([b"Subject", b"From", b"To", b"X-Spamnb", b"x-spamnb", b"X-SPAMNB ", b"X-Spamnb-Other", b"X-Spam-Flag", b"x-spam-status", b""])
 TEXT = st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b""))
 
 
@@ -452,6 +452,22 @@ def test_stamp_properties(data: bytes, first: str, second: str) -> None:
         end = at + len(line) + (2 if once[at + len(line) :].startswith(b"\r\n") else 1)
         rest = once[:at] + once[end:]
         assert rest == data or (rest == data + once[at + len(line) : end] and not data.endswith(b"\n"))
+
+
+@FAST
+@given(MESSAGES, st.sampled_from(["spam", "ham", "unsure"]), st.sampled_from(["spam", "ham"]))
+def test_tell_learns_a_message_stamped_by_process_as_the_message(data: bytes, first: str, second: str) -> None:
+    """What TELL learns (`unverdicted`) of a message as PROCESS stamped it: the same whatever the
+    verdict, and for mail that came without SpamAssassin's fields, the message as it came."""
+
+    def process(verdict: str) -> bytes:
+        return headers.stamp(data, f"{verdict}, score=0.5000", headers.spamassassin_fields(verdict, 0.5, 0.95))
+
+    told = headers.unverdicted(process(first))
+    assert headers.digest(told) == headers.digest(headers.unverdicted(process(second)))
+    assert not any(headers.field_lines(headers.SA_NAMES).finditer(headers.lf_view(headers.split_message(told)[1])))
+    if not any(name.lower() in data.lower() for name in headers.SA_NAMES):
+        assert headers.digest(told) == headers.digest(data)
 
 
 @settings(max_examples=60, deadline=None)

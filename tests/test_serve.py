@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -318,6 +319,10 @@ def test_tell_learns_only_when_allowed_and_as_train_does(tmp_path: Path, model: 
         # The message was learnt as ham by `train`: as spam it moves, once.
         assert server.spamc("-L", "spam", stdin=ham).stdout == b"Message successfully un/learned\n"
         assert server.spamc("-L", "spam", stdin=ham).stdout == b"Message was already un/learned\n"
+        # As spamc -L is often given it: as PROCESS stamped it (X-Spamnb, X-Spam-Status...), the same message.
+        processed = server.spamc(stdin=ham).stdout
+        assert b"\nX-Spam-Status: " in processed and b"\nX-Spamnb: " in processed
+        assert server.spamc("-L", "spam", stdin=processed).stdout == b"Message was already un/learned\n"
         subprocess.run([str(SPAMNB), "-q", "train", "-m", str(twin), "--spam", "-"], input=ham, check=True, timeout=60)
         # Verdict and header afterwards: those of the pipe over a model `train --spam -` taught the same.
         for _, data in MESSAGES[::9]:
@@ -338,6 +343,41 @@ def test_a_model_replaced_by_train_is_used_by_the_next_request(tmp_path: Path, m
         after = server.spamc(stdin=data).stdout
         assert after != before
         assert SA_FIELD.sub(b"", after) == pipe_verdict(mine, data)[0]
+
+
+def test_a_model_copied_over_in_place_kills_no_worker(tmp_path: Path, model: Path) -> None:
+    """`cp` onto the served file truncates and rewrites it under the requests: none may find a worker
+    dead (a mapped file cut short is SIGBUS), each is answered or refused in protocol, and once the copy
+    is done the copied model answers."""
+    mine, other = tmp_path / "model.npz", tmp_path / "other.npz"
+    shutil.copy(model, mine)
+    subprocess.run([str(SPAMNB), "-q", "train", "-m", str(other), "--spam", str(SAMPLE / "maildir/ham"), "--ham", str(SAMPLE / "maildir/spam")], check=True, timeout=120)
+    data = MESSAGES[3][1]
+    request = b"CHECK SPAMC/1.5\r\nContent-length: %d\r\n\r\n" % len(data) + data
+    replies: list[bytes] = []
+    done = threading.Event()
+    with serving("-m", mine, "--listen", "127.0.0.1:0", "--workers", "2") as server:
+
+        def client() -> None:
+            while not done.is_set():
+                replies.append(server.raw(request))
+
+        clients = [threading.Thread(target=client) for _ in range(4)]
+        for thread in clients:
+            thread.start()
+        try:
+            for copy in range(40):
+                subprocess.run(["cp", str(other if copy % 2 == 0 else model), str(mine)], check=True, timeout=60)
+                time.sleep(0.02)
+        finally:
+            done.set()
+            for thread in clients:
+                thread.join()
+        assert SA_FIELD.sub(b"", server.spamc(stdin=data).stdout) == pipe_verdict(model, data)[0]
+    assert b"ended (" not in server.err, server.err.decode(errors="replace")
+    assert len(replies) > 40
+    for reply in replies:
+        assert reply.startswith((b"SPAMD/1.5 0 EX_OK\r\nSpam: ", b"SPAMD/1.5 69 Service Unavailable")), reply
 
 
 def test_user_picks_a_model_in_models_dir_and_no_name_leaves_it(tmp_path: Path, model: Path) -> None:

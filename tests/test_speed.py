@@ -11,7 +11,7 @@ import pytest
 from spamnb.entry import main as entry_main
 from spamnb.models import store
 from spamnb.pipe import filter as pipe
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_click
 
 SPAM_WORDS = ["free", "money", "viagra", "winner", "click", "offer", "cash", "prize", "urgent", "loan", "casino"]
 HAM_WORDS = ["meeting", "patch", "review", "lunch", "kernel", "build", "release", "notes", "agenda", "budget"]
@@ -95,7 +95,7 @@ def pipe_through_entry(monkeypatch, capsysbinary, argv: list[str], data: bytes) 
 @pytest.mark.parametrize("which", ["spam/0003", "ham/0005"])
 def test_pipe_fast_path_matches_click_path(corpus, model, which, monkeypatch, capsysbinary):
     data = (corpus / which).read_bytes()
-    slow = run_cli("classify", "--pipe", "-m", model, stdin=data)
+    slow = run_click("classify", "--pipe", "-m", model, stdin=data)
     code, out = pipe_through_entry(monkeypatch, capsysbinary, ["classify", "--pipe", "-m", model], data)
     assert (code, out) == (slow.exit_code, slow.stdout_bytes)
     assert b"X-Spamnb: " in out and code in (0, 1, 2)

@@ -553,7 +553,7 @@ def damage(draw: st.DrawFn) -> tuple[str, object]:
         return kind, tuple(draw(st.permutations(["tf", "df", "docs", "offsets", "learnt", "learnt_class", "tokens"]))[:2])
     if kind == "extreme":
         return kind, (draw(st.sampled_from(["tf", "df", "docs", "offsets", "learnt_class"])), draw(st.integers(0, 10_000)), draw(st.sampled_from(EXTREMES)))
-    key = draw(st.sampled_from(["alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "max_len", "ngram", "min_len", "max_bytes"]))
+    key = draw(st.sampled_from(["alpha", "spam_cutoff", "ham_cutoff", "calibration", "spam_floor", "event", "tf", "idf", "length_norm", "max_len", "ngram", "min_len", "max_bytes"]))
     return kind, (key, draw(st.sampled_from([0, -1, 0.5, 1e308, float("inf"), float("nan"), 10**9, [1e308, 0], "x", None])))
 
 

@@ -47,11 +47,8 @@ def event_model(name: str, alpha: float | None = None, weighting: Weighting = UN
     if name not in EVENT_MODELS:
         raise ValueError(f"unknown event model {name!r}; choose from {', '.join(EVENT_MODELS)}")
     cls = EVENT_MODELS[name]
-    if not weighting:
-        return cls(alpha)
-    weighting.check()
-    formulas.check_weighted(name)
-    return cls(alpha, weighting=weighting)
+    formulas.check_weighting(name, *weighting)
+    return cls(alpha, weighting=weighting) if weighting else cls(alpha)
 
 
 class Linear(formulas.Linear, EventModel):

@@ -167,6 +167,21 @@ def event_class(name: str) -> type[Event]:
     return EVENTS[name]
 
 
+# A weighting (`nb.Weighting`): (term frequency, idf, length norm).
+TERM_FREQUENCIES = ("presence", "log")
+NORMS = ("none", "l2")
+UNWEIGHTED = ("presence", False, "none")
+
+
+def check_weighting(name: str, tf: object, idf: object, norm: object) -> None:
+    """The one check of a weighting (tf, idf, length norm) for the event model `name`:
+    values it knows, and a weighting other than none only for an `Occurrences` model."""
+    if tf not in TERM_FREQUENCIES or idf not in (False, True) or norm not in NORMS:
+        raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}: choose from {TERM_FREQUENCIES}, true or false, and {NORMS}")
+    if (tf, bool(idf), norm) != UNWEIGHTED:
+        check_weighted(name)
+
+
 def check_weighted(name: str) -> None:
     """Refuse a weighting (`nb.Weighting`) for an event model that is not an `Occurrences` model."""
     if not issubclass(event_class(name), Occurrences):

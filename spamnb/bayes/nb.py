@@ -47,10 +47,6 @@ class Weighting(NamedTuple):
         """The weighting as the command line sets it."""
         return f"--tf {self.tf} {'--idf' if self.idf else '--no-idf'} --length-norm {self.norm}"
 
-    def check(self) -> None:
-        if self.tf not in TERM_FREQUENCIES or self.norm not in NORMS:
-            raise ValueError(f"term frequency {self.tf!r} or length norm {self.norm!r}: choose from {TERM_FREQUENCIES} and {NORMS}")
-
     def entry_weights(self, counts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Each entry's transformed term frequency in its message (messages as `Rows` cut them)."""
         counts = np.asarray(counts, dtype=np.float64)
@@ -74,9 +70,7 @@ class Weighting(NamedTuple):
         return formulas.idf(np, counts.docs.sum(), counts.df.sum(axis=0))
 
 
-UNWEIGHTED = Weighting()
-TERM_FREQUENCIES = ("presence", "log")
-NORMS = ("none", "l2")
+UNWEIGHTED = Weighting(*formulas.UNWEIGHTED)
 
 
 class Counts:

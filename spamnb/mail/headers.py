@@ -173,6 +173,17 @@ SA_POINTS = 10.0
 SA_NAMES = (b"X-Spam-Checker-Version", b"X-Spam-Flag", b"X-Spam-Level", b"X-Spam-Status")
 
 
+def unverdicted(data: bytes) -> bytes:
+    """The message less SpamAssassin's fields (SA_NAMES, folded lines too), the ones `stamp`
+    writes beside X-Spamnb, which the tokeniser and `digest` drop on every path (`unstamped`):
+    what TELL learns of a message spamc sends back as PROCESS returned it, so that a verdict's
+    own fields are not learnt as the message's words.  Where a removal would bare a "From "
+    line (read as an envelope after it), the message is left as it is."""
+    envelope, head, rest = split_message(data)
+    kept = without_verdict(head, SA_NAMES)
+    return data if not envelope and kept.startswith(b"From ") and not head.startswith(b"From ") else envelope + kept + rest
+
+
 def spamassassin_tests(verdict: str) -> str:
     """The one "rule" a message hits, as SYMBOLS and X-Spam-Status name it: SPAMNB_SPAM, SPAMNB_HAM or SPAMNB_UNSURE."""
     return f"SPAMNB_{verdict.upper()}"

@@ -121,6 +121,14 @@ class Journal:
         self.entries += 1
 
 
+def applied(base: list[int], change: list[int]) -> tuple[list[int], bool]:
+    """Counts with a journal's changes added, for every reader (`store.load`, the pipe's
+    `onemessage`), and whether any went below zero: forgetting after pruning can, and
+    zero is the truth (as a train's `nb.Counts.clamp`)."""
+    raw = [b + c for b, c in zip(base, change, strict=True)]
+    return ([max(c, 0) for c in raw], True) if min(raw, default=0) < 0 else (raw, False)
+
+
 def cut_short(data: bytes, at: int) -> bool:
     """Whether the record at `at`, which says it runs past the end, is one cut short (being
     written, or killed part way) rather than a damaged length: its bytes are not whole

@@ -183,7 +183,7 @@ def open_model(path: str) -> io.BufferedReader:
         raise
 
 
-def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = (), check=None, hold: bool = False) -> tuple[mmap.mmap | bytes, dict[str, Array]]:
+def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = (), check=None, hold: bool = False, whole: bool = False) -> tuple[mmap.mmap | bytes, dict[str, Array]]:
     """The file mapped, and its members `names` and those of `optional` it has (without `.npy`) as arrays.
 
     `check(arrays)`: the validation of the values (`trust.check_values` and the caller's
@@ -197,7 +197,9 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
     message: the pipe) the file is held under a read lease until `release`: a writer's
     open waits for it (the kernel's lease-break-time at most).  Where no lease can be
     had (the file is another's or open for writing, or its filesystem has none), it is
-    read whole instead of mapped.
+    read whole instead of mapped.  With `whole` (a process that keeps models open: spamnb
+    serve) it is always read whole: a copy written over the file later cannot reach what was
+    read, and no lease makes the copy wait; a read during the copy finds a damaged file.
     """
     from spamnb.models import trust
 
@@ -207,7 +209,7 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
         HELD.append(file)
     with contextlib.nullcontext() if held else file:
         try:
-            mm = file.read() if hold and not held else mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = file.read() if whole or (hold and not held) else mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:  # an empty file, a folder
             raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
         try:

@@ -9,7 +9,7 @@ import json
 import math
 from collections import namedtuple
 
-from spamnb.bayes import meta
+from spamnb.bayes import formulas, meta
 from spamnb.models import trust
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
@@ -70,6 +70,7 @@ class Scoring(ScoringFields):
             raise ValueError(f"calibration needs a positive finite slope and a finite offset, got {a}, {b}")
         if self.spam_cutoff_set not in (False, True):
             raise ValueError(f"spam_cutoff_set is true or false, not {self.spam_cutoff_set!r}")
+        formulas.check_weighting(self.event, self.tf, self.idf, self.length_norm)
         return self._replace(calibration=(float(a), float(b)), spam_cutoff_set=bool(self.spam_cutoff_set))
 
     def replace(self, **changes: Any) -> Scoring:

@@ -214,12 +214,10 @@ def with_journal(model: Model, path: str, ident: bytes) -> Model:
     counts = model.counts
     counts.grow(len(vocab))
     if cols.size:
-        delta = np.array(list(changes.tokens.values()), dtype=np.int64).reshape(-1, 4)
-        for cls in (nb.HAM, nb.SPAM):
-            # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
-            counts.tf[cls, cols] = np.maximum(counts.tf[cls, cols] + delta[:, cls], 0)
-            counts.df[cls, cols] = np.maximum(counts.df[cls, cols] + delta[:, 2 + cls], 0)
-    counts.docs = np.maximum(counts.docs + np.asarray(changes.docs, dtype=np.int64), 0)
+        base = np.concatenate([counts.tf[:, cols], counts.df[:, cols]]).T.tolist()  # per token: tf ham, tf spam, df ham, df spam
+        now = np.array([journal.applied(b, c)[0] for b, c in zip(base, changes.tokens.values(), strict=True)], dtype=np.int64).T
+        counts.tf[:, cols], counts.df[:, cols] = now[:2], now[2:]
+    counts.docs = np.array(journal.applied(counts.docs.tolist(), changes.docs)[0], dtype=np.int64)
     model.moments = model.moments + np.array(changes.moments, dtype=np.int64)
     for digest, cls in changes.learnt.items():
         if cls is None:

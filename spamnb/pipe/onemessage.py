@@ -25,23 +25,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 CLASSES = ("ham", "spam")
-# The weighting settings as they are when off (nb.Weighting).
-UNWEIGHTED = ("presence", False, "none")
 
 def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
     """The scoring's alpha (its event model's default where None) and weighting (tf, idf,
-    length norm, as nb.Weighting), checked as `events.event_model` checks them."""
-    event = scoring.event
-    alpha = formulas.event_class(event).default_alpha if scoring.alpha is None else float(scoring.alpha)
+    length norm, as nb.Weighting; `Scoring` checked it)."""
+    alpha = formulas.event_class(scoring.event).default_alpha if scoring.alpha is None else float(scoring.alpha)
     if not alpha > 0:
         raise ValueError(f"alpha must be positive, not {alpha}")
-    tf, idf, norm = scoring.tf, scoring.idf, scoring.length_norm
-    if tf not in ("presence", "log") or idf not in (False, True) or norm not in ("none", "l2"):
-        raise ValueError(f"a weighting of term frequency {tf!r}, idf {idf!r}, length norm {norm!r}")
-    weighting = (tf, bool(idf), norm)
-    if weighting != UNWEIGHTED:
-        formulas.check_weighted(event)
-    return alpha, weighting
+    return alpha, (scoring.tf, bool(scoring.idf), scoring.length_norm)
 
 
 class Counts2:
@@ -60,12 +51,14 @@ class Counts2:
 
 
 class OneModel:
-    """A model file opened to score single messages: mapped, validated, nothing read whole."""
+    """A model file opened to score single messages: mapped (or read whole: `hold`, `whole`, see
+    npzview.open_members), validated.  `scoring`: scored with it instead of the file's
+    (`eval --online`'s settings)."""
 
-    def __init__(self, path: str, hold: bool = False) -> None:
+    def __init__(self, path: str, hold: bool = False, whole: bool = False, scoring: Scoring | None = None) -> None:
         self.path = path
         try:
-            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold)
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold, whole=whole)
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
@@ -86,10 +79,12 @@ class OneModel:
                 raise ValueError("negative counts")
             self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
             self.tokens = TokenSettings.from_json(a["settings"].text())
-            self.scoring = Scoring.from_json(a["scoring"].text())
+            self.scoring = Scoring.from_json(a["scoring"].text())  # checked, even where `scoring` is used
+            if scoring is not None:
+                self.scoring = scoring
             self.alpha, self.weighting = event_settings(self.scoring)
             self.event = formulas.event_class(self.scoring.event)(self.alpha)
-            self.weighted = self.weighted_sums(a, n) if self.weighting != UNWEIGHTED else None
+            self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
             if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
                 raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
             self.base_moments = trust.moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
@@ -105,7 +100,7 @@ class OneModel:
         if self.weighted is not None and self.journal:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
         self.base_docs = self.docs
-        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
         self.n_features = n
         self._gaussians: meta.Gaussians | None = None
         self._linear: VocabularySums | None = None
@@ -116,9 +111,15 @@ class OneModel:
         self._now: dict[str, list[int]] = {}
         self._clamped: set[str] = set()  # tokens whose counts the journal would take below zero
         self._update_now(list(self.journal.tokens))
-        if not self.n_features and not self._clamped:
-            # An empty model: the journal's counts are the counts (learns only add to them).
-            self._now = self.journal.tokens
+        # An empty model: the journal's counts are the counts (learns only add to them), read
+        # where the journal keeps them (`now`), not copied.
+        self._only_journal = not self.n_features and not self._clamped
+        if self._only_journal:
+            self._now = {}
+
+    def now(self) -> dict[str, list[int]]:
+        """The journal's tokens' counts, the model's and the journal's together."""
+        return self.journal.tokens if self._only_journal else self._now
 
     def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
@@ -141,7 +142,7 @@ class OneModel:
             pairs = list(zip(self.df.row(HAM), self.df.row(SPAM), strict=True))
             kept = {pair: entry(*pair, docs) for pair in set(pairs)}
             self._entries = dict(zip(names, map(kept.__getitem__, pairs), strict=True))
-            for name, counts in self._now.items():  # the journal's tokens: the model's counts and the journal's
+            for name, counts in self.now().items():  # the journal's tokens: the model's counts and the journal's
                 self._entries[name] = entry(counts[2], counts[3], docs)
             return
         rows = [self.tf.row(HAM), self.tf.row(SPAM), self.df.row(HAM), self.df.row(SPAM)]
@@ -187,17 +188,14 @@ class OneModel:
     def _update_now(self, names: list[str]) -> None:
         changes, now = self.journal.tokens, self._now
         for name, base in zip(names, self.base_counts(names), strict=True):
-            raw = changes[name] if base is None else [c + d for c, d in zip(base, changes[name], strict=True)]
-            if min(raw) < 0:
-                # Forgetting after pruning can take a count below zero; zero is the truth (as nb.Counts.clamp).
+            now[name], clamped = journal.applied(base or [0, 0, 0, 0], changes[name])
+            if clamped:
                 self._clamped.add(name)
-                raw = [max(c, 0) for c in raw]
-            now[name] = list(raw)
 
     def counts_of(self, names: list[str]) -> list[list[int] | None]:
         """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
         None for a token neither the model nor its journal knows."""
-        now = self._now
+        now = self.now()
         if not now:
             return self.base_counts(names)
         if not self.n_features:
@@ -267,8 +265,8 @@ class OneModel:
         self.journal.add(entry)
         self._gaussians = None
         changes = entry.changes()
-        if self._now is self.journal.tokens:
-            pass  # an empty model's: the journal's counts, just added to
+        if self._only_journal:
+            pass  # the journal's counts, just added to
         elif self._clamped or any(sign < 0 for _, sign in changes):
             self._update_now(names)
         else:  # counts only grow: added in place (`eval --online` learns thousands)
@@ -281,7 +279,7 @@ class OneModel:
                     counts = now[name]
                     counts[cls] += k
                     counts[2 + cls] += 1
-        self.docs = [max(d + j, 0) for d, j in zip(self.base_docs, self.journal.docs, strict=True)]
+        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
         if self._linear is not None:
             self._linear.update(before, self.counts_of(names))
 
@@ -354,12 +352,12 @@ Loaded = namedtuple("Loaded", ("model", "tokenize"))
 
 def open_model(path: str, resident: bool = False, hold: bool = False) -> OneModel | Loaded:
     """The model at `path` opened for scoring single messages; `resident`: for many of them
-    (`OneModel.make_resident`); `hold`: see npzview.open_members.  A model file that is a zip of
+    (`OneModel.make_resident`), read whole; `hold`: see npzview.open_members.  A model file that is a zip of
     another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
     from spamnb.text.tokens import Tokenizer
 
     try:
-        model = OneModel(path, hold)
+        model = OneModel(path, hold, whole=resident)
     except npzview.NotPlain as err:
         from spamnb.models import store
 

@@ -72,10 +72,7 @@ def evaluate(
             from spamnb.models import store
 
             return run(Loaded(store.load(model_path), scoring), items, train_on_error, progress, jobs)
-        model = onemessage.OneModel(model_path)
-        model.scoring = scoring
-        model.alpha, model.weighting = onemessage.event_settings(scoring)
-        return run(model, items, train_on_error, progress, jobs)
+        return run(onemessage.OneModel(model_path, scoring=scoring), items, train_on_error, progress, jobs)
 
 
 class Loaded:
@@ -83,9 +80,9 @@ class Loaded:
     one-message scorer leaves to numpy (a TF-IDF weighting or length norm)."""
 
     def __init__(self, model: Model, scoring: Scoring) -> None:
-        self.model, self.tokens = model, model.tokens
+        """`model` is Loaded's from here on: learns go into it, and it scores with `scoring`."""
         model.scoring = scoring
-        self.scoring = scoring  # refitted as the stream goes (`run`), as the one-message scorer's
+        self.model, self.tokens, self.scoring = model, model.tokens, scoring
         self._gaussians: meta.Gaussians | None = None
 
     @property
@@ -147,6 +144,7 @@ def run(
     spam: list[bool] = []
     learnt = 0
     batches: deque[list[Item]] = deque()
+    scoring = model.scoring  # its calibration (and the floor, the numeric features' weight) refitted as the stream goes
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, CHUNK):
@@ -165,18 +163,18 @@ def run(
             cls = class_of(item)
             if fit_points(len(odds)) and len(set(spam)) == 2:
                 z, positive = np.array(odds), np.array(spam)
-                weight = model.scoring.meta_weight
+                weight = scoring.meta_weight
                 if numeric is not None:  # the numeric features' weight too, as train fits it
                     weight = fit_meta_weight(z, np.array(ratios), positive)
                     z = z + weight * np.array(ratios)
                 calibration = fit_platt(z, positive)
-                model.scoring = model.scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)
+                scoring = scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)
             trained = min(model.docs) > 0
             text = model.log_odds_of(counts) if trained else 0.0
             ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
-            log_odds = text + model.scoring.meta_weight * ratio
-            p = model.scoring.probability(log_odds)
-            verdict, floor = model.scoring.decide(p)
+            log_odds = text + scoring.meta_weight * ratio
+            p = scoring.probability(log_odds)
+            verdict, floor = scoring.decide(p)
             scored.append(Scored(item.id, item.label, log_odds, p, verdict, floor))
             odds.append(text)
             ratios.append(ratio)

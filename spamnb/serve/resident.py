@@ -4,10 +4,11 @@
 appends to its journal: either changes what `os.stat` says of the model or of its
 journal, so each request compares those stats with the ones the open model was read
 at and reopens the model when they differ.  A request holds the model it started
-with to its end, so none ever sees half of one, and the old mapping stays valid
-after the rename.  A file that cannot be opened now (a copy being written over the
-model by hand, say) is an error for the requests that meet it; the next good file is
-picked up as any change is.
+with to its end, so none ever sees half of one.  Models are read whole, not mapped
+(`onemessage.open_model(resident=True)`): a copy written over the file by hand (`cp`,
+not a rename) would cut a mapping short under the requests, and a worker reading it
+would die of SIGBUS.  A file read while it is being written is damaged: an error for
+the requests that meet it; the next good file is picked up as any change is.
 """
 from __future__ import annotations
 
