@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from spamnb.bayes import events, formulas, nb
 from spamnb.bayes.chi2 import log_chi2_tails
+from spamnb.bayes.sortedtokens import blob_offsets
+from spamnb.bayes.vocabulary import token_offsets
 from spamnb.mail.sources import Message, read_source
 from spamnb.models import modelfile, npzview, store
 from spamnb.models.model import Model, Scoring
@@ -89,6 +91,13 @@ def test_a_field_of_more_unknown_words_than_kept_scores_as_batch_classify_scores
         (scored,) = classifier.classify(model, [Message("m", data)])
         for opened in (onemessage.OneModel(path), onemessage.open_model(path, resident=True)):
             assert onemessage.verdict_of(opened, data).log_odds == pytest.approx(scored.log_odds, rel=RELATIVE, abs=1e-12), n
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=60) | st.lists(st.sampled_from([b"", b"\n", b"a", b"\xc3\xa9"]), max_size=30).map(b"".join))
+def test_the_offsets_found_in_a_token_blob_are_the_ones_store_writes(blob: bytes) -> None:
+    """The pipe's reading of a model without an `offsets` member (and a resident model's check of it)."""
+    assert blob_offsets(blob) == token_offsets(blob).tolist()
 
 
 class Laplace(formulas.Multinomial):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 
 class SortedTokens:
@@ -102,10 +103,6 @@ def blob_offsets(blob: bytes) -> list[int]:
     """Start of each token in a newline-joined blob, and one past the end plus one (as store's `offsets`)."""
     if not blob:
         return [1]
-    starts = [0]
-    find, at = blob.find, blob.find(b"\n")
-    while at >= 0:
-        starts.append(at + 1)
-        at = find(b"\n", at + 1)
-    starts.append(len(blob) + 1)
-    return starts
+    # Each token's length plus its newline, summed in C: a find per token was 0.15 s of a
+    # resident model's 0.39 s opening (208,596 tokens).
+    return [0, *accumulate([len(token) + 1 for token in blob.split(b"\n")])]
