@@ -341,7 +341,7 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool, checked: bo
             vocab=vocab,
             counts=counts_of(a, scoring, np.int64),
             learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
-            moments=moments_of(a, scoring),
+            moments=saved_moments(a, scoring),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
@@ -350,11 +350,9 @@ def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool, checked: bo
     return model
 
 
-def moments_of(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
-    """The numeric features' moments (a model without them: None, that is none learnt);
-    saved exactly when the scoring has them, so either without the other is damage."""
-    if (scoring.meta != "none") != ("meta" in a):
-        raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
+def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
+    """The numeric features' moments (a model without them: None, that is none learnt)."""
+    trust.check_moments_saved(scoring.meta, "meta" in a)
     return a["meta"].astype(np.int64) if "meta" in a else None
 
 
@@ -408,7 +406,7 @@ def load_mapped(path: str, members: Members | None = None) -> Model | None:
             vocab=SortedTokens(mm, arrays["offsets"], base=a["tokens"].offset, size=a["tokens"].shape[0]),  # type: ignore[arg-type]
             counts=counts_of(arrays, scoring),
             scoring_only=True,
-            moments=moments_of(arrays, scoring),
+            moments=saved_moments(arrays, scoring),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err

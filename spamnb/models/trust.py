@@ -179,7 +179,14 @@ def check_values(a: dict) -> None:
         raise ValueError("learnt digests not sorted")
 
 
-def moments_of(array: object) -> list[list[list[int]]]:
+def check_moments_saved(kind: str, saved: bool) -> None:
+    """The numeric features' moments are saved exactly when the scoring has the term
+    (`--meta` other than none): either without the other is damage."""
+    if (kind != "none") != saved:
+        raise ValueError("numeric features' moments without --meta" if saved else "--meta without its numeric features' moments")
+
+
+def moments_lists(array: object) -> list[list[list[int]]]:
     """The numeric features' moments (spamnb.meta) as nested lists, those of messages and
     squares not negative."""
     from spamnb.bayes import meta
@@ -198,7 +205,7 @@ def check_moments(array: object) -> None:
     """Moments that some mail could have: a covariance (meta.Gaussians' ValueError else)."""
     from spamnb.bayes import meta
 
-    meta.Gaussians("gda", moments_of(array))
+    meta.Gaussians("gda", moments_lists(array))
 
 
 def of_numpy(arrays: dict) -> dict:

@@ -85,9 +85,8 @@ class OneModel:
             self.alpha, self.weighting = event_settings(self.scoring)
             self.event = formulas.event_class(self.scoring.event)(self.alpha)
             self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
-            if (self.scoring.meta != "none") != ("meta" in a):  # as store.moments_of
-                raise ValueError("numeric features' moments without --meta" if "meta" in a else "--meta without its numeric features' moments")
-            self.base_moments = trust.moments_of(a["meta"]) if "meta" in a else meta.empty_moments()
+            trust.check_moments_saved(self.scoring.meta, "meta" in a)
+            self.base_moments = trust.moments_lists(a["meta"]) if "meta" in a else meta.empty_moments()
         except ModelError:
             raise
         except RecursionError as err:
