@@ -83,9 +83,35 @@ class Entry:
         return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric)
 
     def changes(self) -> list[tuple[int, int]]:
-        """(class, sign) of each count change: out of the class before, into the class after."""
-        out = [] if self.before is None else [(self.before, -1)]
-        return out + ([] if self.after is None else [(self.after, 1)])
+        return changes(self.before, self.after)
+
+
+def decided(before: int | None, cls: int, forget: bool) -> tuple[str, int | None]:
+    """The one decision of every learn (train, on Dask too, single learns, eval --online):
+    learning a message known as `before` (None: never learnt) as `cls`, or forgetting it
+    (`forget`).  What that does ("learnt", "moved", "already", "forgotten", or "never":
+    never learnt, nothing to forget) and the message's class after it (None: not learnt);
+    the counts change only where that is not `before`."""
+    if forget:
+        return ("never", None) if before is None else ("forgotten", None)
+    if before == cls:
+        return "already", before
+    return ("learnt" if before is None else "moved"), cls
+
+
+def tally(report: object, done: str, message_id: str) -> None:
+    """One message's `decided` outcome counted in a learn's report (fields learnt, moved,
+    already, forgotten, and the list never_learnt)."""
+    if done == "never":
+        report.never_learnt.append(message_id)  # type: ignore[attr-defined]
+    else:
+        setattr(report, done, getattr(report, done) + 1)
+
+
+def changes(before: int | None, after: int | None) -> list[tuple[int, int]]:
+    """(class, sign) of each count change: out of the class before, into the class after."""
+    out = [] if before is None else [(before, -1)]
+    return out + ([] if after is None else [(after, 1)])
 
 
 class Journal:

@@ -107,7 +107,7 @@ class Outcome:
 
     def __init__(self) -> None:
         self.learnt = self.moved = self.already = self.forgotten = 0
-        self.never: list[str] = []
+        self.never_learnt: list[str] = []
         self.problems: list = []
         self.docs = [0, 0]
         self.postponed = ""  # why folding the journal into the model waits for a later learn
@@ -122,14 +122,14 @@ def learn(model_path: str, sources: list[tuple[str, str]], forget: bool, wait: f
     out = learn_items(model_path, items, forget, wait, notice)
     for p in out.problems:
         print(f"spamnb: {p.id}: {p.reason}", file=sys.stderr)
-    for message_id in out.never:
+    for message_id in out.never_learnt:
         print(f"spamnb: {message_id}: never learnt, nothing to forget", file=sys.stderr)
     if out.postponed:
         print(f"spamnb: the messages are learnt (in the model's journal), but folding the journal into the model was postponed: {out.postponed}", file=sys.stderr)
     done = f"forgot {out.forgotten}" if forget else f"learnt {out.learnt}, moved {out.moved}"
-    if not quiet or out.problems or out.never:  # as `train -q`: quiet unless something needs a look
+    if not quiet or out.problems or out.never_learnt:  # as `train -q`: quiet unless something needs a look
         print(f"{model_path}: {done}, already known {out.already}; model holds {out.docs[1]} spam and {out.docs[0]} ham", file=sys.stderr)
-    return EXIT_PARTIAL if out.problems or out.never else 0
+    return EXIT_PARTIAL if out.problems or out.never_learnt else 0
 
 
 def learn_data(model_path: str, data: bytes, label: str | None, wait: float | None = None) -> str:
@@ -143,7 +143,7 @@ def learn_data(model_path: str, data: bytes, label: str | None, wait: float | No
     out = learn_items(model_path, items, label is None, wait)
     if out.problems:
         raise ValueError(out.problems[0].reason)
-    for name, n in (("learnt", out.learnt), ("moved", out.moved), ("forgotten", out.forgotten), ("never", len(out.never))):
+    for name, n in (("learnt", out.learnt), ("moved", out.moved), ("forgotten", out.forgotten), ("never", len(out.never_learnt))):
         if n:
             return name
     return "already"
@@ -177,20 +177,10 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
             cls = LABEL_CLASS[label]
             key = headers.learnt_digest(item.data, model.tokens.max_bytes, lambda k: k in now or model.learnt_class(k) is not None)
             before = now[key] if key in now else model.learnt_class(key)
-            if forget:
-                if before is None:
-                    out.never.append(item.id)
-                    continue
-                after, out.forgotten = None, out.forgotten + 1
-            elif before == cls:
-                out.already += 1
+            done, after = journal.decided(before, cls, forget)
+            journal.tally(out, done, item.id)
+            if after == before:
                 continue
-            else:
-                after = cls
-                if before is not None:
-                    out.moved += 1
-                else:
-                    out.learnt += 1
             now[key] = after
             tokens, numeric = tokenize.read(item.data, model.scoring.meta != "none")
             entries.append(journal.Entry(key, before, after, dict(Counter(tokens)), numeric))

@@ -20,7 +20,7 @@ from spamnb.bayes import meta, nb
 from spamnb.bayes.vocabulary import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
-from spamnb.models import trust
+from spamnb.models import journal, trust
 from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
 from spamnb.models.scoring import Decision
 from spamnb.run.parallel import ordered_map
@@ -239,27 +239,17 @@ def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
 
 def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:
     """The (class, sign) count changes of learning (or forgetting) one message of digest
-    `key` as `cls`, in order; `model.learnt` and `report` are brought up to date."""
+    `key` as `cls` (`journal.decided`), in order; `model.learnt` and `report` are brought up to date."""
     before = model.learnt.get(key)
-    changes: list[tuple[int, int]] = []
-    if forget:
-        if before is None:
-            report.never_learnt.append(message_id)
-        else:
-            del model.learnt[key]
-            changes.append((before, -1))
-            report.forgotten += 1
-    elif before == cls:
-        report.already += 1
+    done, after = journal.decided(before, cls, forget)
+    journal.tally(report, done, message_id)
+    if after == before:
+        return []
+    if after is None:
+        del model.learnt[key]
     else:
-        if before is not None:
-            changes.append((before, -1))
-            report.moved += 1
-        else:
-            report.learnt += 1
-        model.learnt[key] = cls
-        changes.append((cls, 1))
-    return changes
+        model.learnt[key] = after
+    return journal.changes(before, after)
 
 
 class Sampled(NamedTuple):

@@ -185,7 +185,7 @@ def run(
             if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
                 key = headers.first_known(key, headers.legacy_digests(item.data, model.tokens.max_bytes), lambda k: model.learnt_class(k) is not None)
                 before = model.learnt_class(key)
-            if before != cls:
+            if journal.decided(before, cls, forget=False)[1] != before:
                 model.learn(journal.Entry(key, before, cls, counts, numeric))
                 learnt += 1
     return Online(scored, problems, learnt)
