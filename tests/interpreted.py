@@ -45,9 +45,8 @@ def outcome(call: Callable[[], object]) -> tuple[str, object]:
         return "raised", type(error).__name__
 
 
-def tokenised(data: bytes, options: dict) -> tuple[list[str], list[int]]:
-    numeric: list[int] = []
-    return tokenizer(options)(data, numeric), numeric
+def tokenised(data: bytes, options: dict) -> tuple[list[str], list[int] | None]:
+    return tokenizer(options).read(data, True)
 
 
 def observe(data: bytes) -> list[tuple[str, object]]:

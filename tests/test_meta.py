@@ -36,9 +36,7 @@ def features(items: list[Message]) -> tuple[np.ndarray, np.ndarray]:
     tokenize = Tokenizer()
     rows = []
     for item in items:
-        q: list[int] = []
-        tokenize(item.data, q)
-        rows.append(q)
+        rows.append(tokenize.read(item.data, True)[1])
     return np.array(rows, dtype=np.int64), np.array([classifier.LABEL_CLASS[i.label] for i in items])  # type: ignore[index]
 
 
@@ -107,9 +105,8 @@ def test_the_weight_is_what_the_features_add_to_the_words() -> None:
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=4000))
 def test_features_of_any_bytes(data: bytes) -> None:
-    q: list[int] = []
-    Tokenizer()(data, q)
-    assert len(q) == meta.WIDTH - 1 and all(isinstance(v, int) and v >= 0 for v in q)
+    _, q = Tokenizer().read(data, True)
+    assert q is not None and len(q) == meta.WIDTH - 1 and all(isinstance(v, int) and v >= 0 for v in q)
 
 
 def test_the_features_say_what_they_measure() -> None:
@@ -119,8 +116,8 @@ def test_the_features_say_what_they_measure() -> None:
         headers=[("Cc", "c@example.org")],
         html="<p>BUY</p>",
     )
-    q: list[int] = []
-    Tokenizer()(mail, q)
+    _, q = Tokenizer().read(mail, True)
+    assert q is not None
     value = dict(zip(meta.NAMES, (v / FEATURE_SCALE for v in q), strict=True))
     assert value["recipients"] == pytest.approx(np.log1p(3), abs=1e-3)
     assert value["links"] == pytest.approx(np.log1p(2), abs=1e-3)
@@ -163,8 +160,7 @@ def test_every_path_scores_the_term_alike(trained: tuple[str, str]) -> None:
         verdict = onemessage.score_message(path, item.data)
         assert verdict.log_odds == pytest.approx(scored.log_odds, rel=1e-9, abs=1e-12), item.id
         assert verdict.verdict == scored.verdict
-        q: list[int] = []
-        explained = model.explain(tokenize(item.data, q), q)
+        explained = model.explain(*tokenize.read(item.data, True))
         assert explained.log_odds == pytest.approx(scored.log_odds, rel=1e-9, abs=1e-9)
         assert len(explained.numeric_terms) == meta.WIDTH - 1
 
@@ -208,12 +204,10 @@ def test_a_journalled_learn_counts_the_features(trained: tuple[str, str], tmp_pa
     message.write_bytes(items[0].data)
     assert learnone.learn(str(path), [(items[0].label, str(message))], forget=False, quiet=True) == 0  # type: ignore[arg-type]
     assert os.path.exists(journal.journal_path(str(path)))
-    q0: list[int] = []
-    Tokenizer()(items[0].data, q0)
+    _, q0 = Tokenizer().read(items[0].data, True)
     assert (store.load(str(path)).moments == rest + classifier.moments_of(np.array([q0]), np.array([classifier.LABEL_CLASS[items[0].label]]))).all()  # type: ignore[index]
     one = onemessage.OneModel(str(path))
-    q: list[int] = []
-    tokens = Tokenizer()(items[2].data, q)
+    tokens, q = Tokenizer().read(items[2].data, True)
     assert one.log_odds_of(Counter(tokens), numeric=q) == pytest.approx(store.load(str(path)).explain(tokens, q).log_odds, rel=1e-9)
     assert learnone.learn(str(path), [(items[0].label, str(message))], forget=True, quiet=True) == 0  # type: ignore[arg-type]
     assert (store.load(str(path)).moments == rest).all()

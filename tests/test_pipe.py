@@ -313,11 +313,11 @@ def fail_with(error: BaseException) -> Callable[..., NoReturn]:
 @pytest.mark.parametrize(
     "target, error, needle",
     [
-        ("spamnb.text.tokens.Tokenizer.__call__", MemoryError(), "MemoryError"),
+        ("spamnb.text.tokens.Tokenizer.read", MemoryError(), "MemoryError"),
         ("spamnb.models.npzview.open_members", MemoryError("Unable to allocate 8.00 TiB"), "MemoryError"),
         ("spamnb.mail.headers.stamp", MemoryError(), "MemoryError"),
         ("spamnb.pipe.onemessage.OneModel.log_odds_of", RuntimeError("line one\nline two\n\nline three"), "line one line two line three"),
-        ("spamnb.text.tokens.Tokenizer.__call__", RecursionError("maximum recursion depth exceeded"), "RecursionError"),
+        ("spamnb.text.tokens.Tokenizer.read", RecursionError("maximum recursion depth exceeded"), "RecursionError"),
         ("spamnb.pipe.onemessage.OneModel.log_odds_of", KeyError("tf"), "KeyError"),
     ],
     ids=["MemoryError tokenising", "MemoryError loading", "MemoryError stamping", "multi-line error", "RecursionError", "KeyError"],

@@ -264,7 +264,7 @@ def directory_of(path: str) -> dict[str, npzview.Member] | None:
     import mmap
 
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        return store.zip_directory(mm)
+        return npzview.zip_directory(mm)
 
 
 def test_zip_directory_reads_a_saved_model_as_zipfile_does(saved: tuple[Model, str]) -> None:

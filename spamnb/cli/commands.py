@@ -926,8 +926,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
     for item in sources.noting_empty(explain_src, sources.read_source(explain_src, max_bytes=model.tokens.max_bytes), warn_empty):
         if isinstance(item, sources.Problem):
             raise Failure(f"{item.id}: {item.reason}", code=EXIT_PARTIAL)
-        numeric: list[int] | None = [] if model.scoring.meta != "none" else None
-        e = model.explain(tokenize(item.data, numeric), numeric)
+        e = model.explain(*tokenize.read(item.data, model.scoring.meta != "none"))
         score = model.scoring.probability(e.log_odds)
         shown = report.explanation(model, e, top)
         verdict, floor = model.scoring.decide(score)

@@ -41,8 +41,11 @@ from spamnb.models import journal, modelcheck, npzview, ownership, trust
 from spamnb.models.lock import temp_prefix
 from spamnb.models.model import Model, Scoring
 from spamnb.models.modelfile import ModelError
-from spamnb.models.npzview import FORMAT, LOCAL_HEADER, REQUIRED, VERSION, open_model, zip_directory
+from spamnb.models.npzview import FORMAT, REQUIRED, VERSION, open_model
 from spamnb.text.tokens import TokenSettings
+
+# A model file's members as `npzview.open_members` reads them: the file mapped, each member by name.
+Members = tuple[mmap.mmap | bytes, dict[str, npzview.Array]]
 
 
 def smallest_uint(a: np.ndarray) -> np.ndarray:
@@ -152,10 +155,11 @@ def load(path: str, growable: bool = False, scoring_only: bool = False, data: by
     `data`: the file's bytes, read already (the pipe's, npzview.NotPlain.data): nothing
     is mapped, so nothing is lost to a file cut short meanwhile.
     """
-    checked = validated(path) if data is None else False
-    if scoring_only and not growable and checked:
+    members = validated(path) if data is None else None
+    checked = members is not None
+    if scoring_only and not growable and members is not None:
         try:
-            mapped = load_mapped(path)
+            mapped = load_mapped(path, members)
         except ModelError:
             raise
         except Exception:  # noqa: BLE001 - anything unusual: the full loader decides (and names the error)
@@ -178,20 +182,19 @@ def load(path: str, growable: bool = False, scoring_only: bool = False, data: by
     return with_journal(from_arrays(arrays, path, growable, checked), path, ident)
 
 
-def validated(path: str) -> bool:
-    """Whether the file passed the one validation every reader of a model runs (checksums
-    and `trust.validate`, as the pipe's `onemessage.OneModel` runs it); False for a zip
-    the pipe does not read (`from_arrays` checks its arrays).  A ModelError for a model
-    that fails."""
+def validated(path: str) -> Members | None:
+    """The file's members, mapped (`npzview.open_members`), once it passed the one
+    validation every reader of a model runs (checksums and `trust.validate`, as the pipe's
+    `onemessage.OneModel` runs it); None for a zip the pipe does not read (`from_arrays`
+    checks its arrays).  A ModelError for a model that fails."""
     try:
-        npzview.open_members(path, REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
+        return npzview.open_members(path, REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
     except npzview.NotPlain:
-        return False
+        return None
     except RecursionError as err:
         raise ModelError(f"{path}: damaged spamnb model (settings nested too deeply)") from err
     except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({err})") from err
-    return True
 
 
 def file_identity(file: BinaryIO) -> bytes:
@@ -379,70 +382,45 @@ def describe(err: BaseException) -> str:
     return str(err)
 
 
-def load_mapped(path: str) -> Model | None:
-    """The model for scoring, from a memory map of a file that passed `validated`; None
-    when the file is not plain.
+def load_mapped(path: str, members: Members | None = None) -> Model | None:
+    """The model for scoring, from the members of a file that passed `validated` (read
+    here when not given): the one reader without numpy (`npzview`), its arrays viewed by
+    numpy where they lie.  None when the file is not plain.
 
-    Reads the zip directory and the small arrays; the token blob, offsets and counts
-    stay in the page cache and are touched only where a lookup goes.  Anything
-    unexpected (a compressed member, an old file without offsets, signed counts) returns
-    None for the full loader.
+    The token blob, offsets and counts stay in the page cache and are touched only where a
+    lookup goes.  Anything unexpected (a compressed member, an old file without offsets,
+    signed counts, a journal to add) returns None for the full loader.
     """
-    with open_model(path) as file:
-        mm = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        directory = zip_directory(mm)
-        if journal.read(path, journal.identity(mm)):
-            return None  # the full loader adds the journal's changes to copies of the counts
-        names = [*REQUIRED, "offsets"]
-        if directory is None or any(f"{k}.npy" not in directory or not directory[f"{k}.npy"].stored for k in names):
-            return None
-        names += [k for k in OPTIONAL if k != "offsets" and f"{k}.npy" in directory]
-        if not all(directory[f"{k}.npy"].stored for k in names):
-            return None
-        headers, data_at = {}, {}
-        for k in names:
-            info = directory[f"{k}.npy"]
-            fields = LOCAL_HEADER.unpack_from(mm, info.header_offset)
-            if fields[0] != b"PK\x03\x04":
-                return None
-            start = info.header_offset + LOCAL_HEADER.size + fields[-2] + fields[-1]
-            if start + info.size > len(mm):
-                raise ModelError(f"{path}: damaged spamnb model ({k} runs past the end of the file)")
-            file.seek(start)
-            try:
-                headers[k] = modelcheck.read_header(file, info.size)
-            except ValueError:
-                return None  # an .npy header numpy reads another way: the full loader decides
-            data_at[k] = start + headers[k].data_at
-
-    def array(k: str) -> np.ndarray:
-        h = headers[k]
-        count = math.prod(h.shape)
-        if count == 0:
-            return np.zeros(h.shape, dtype=h.dtype)
-        # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
-        return np.frombuffer(mm, dtype=h.dtype, count=count, offset=data_at[k]).reshape(h.shape, order="F" if h.fortran else "C")
-
+    members = members if members is not None else validated(path)
+    if members is None:
+        return None
+    mm, a = members
+    if journal.read(path, journal.identity(mm)):
+        return None  # the full loader adds the journal's changes to copies of the counts
+    if "offsets" not in a or any(a[k].kind != "u" for k in ("tf", "df", "weighted") if k in a):
+        return None  # signed counts: the full loader checks every one
     try:
-        for k in ("format", "version"):
-            modelcheck.check_member(k, headers[k])
-        check_identity(path, array("format"), array("version"))
-        modelcheck.check_headers(headers)
-        if any(headers[k].dtype.kind != "u" for k in ("tf", "df", "weighted") if k in headers):
-            return None  # signed counts: the full loader checks every one
-        arrays = {k: array(k) for k in names if k not in ("learnt", "learnt_class")}
-        blob_size = headers["tokens"].shape[0]
-        scoring = Scoring.from_json(str(arrays["scoring"][()]))
+        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta") if k in a}
+        scoring = Scoring.from_json(a["scoring"].text())
         return Model(
-            tokens=TokenSettings.from_json(str(arrays["settings"][()])),
+            tokens=TokenSettings.from_json(a["settings"].text()),
             scoring=scoring,
-            vocab=SortedTokens(mm, arrays["offsets"], base=data_at["tokens"], size=blob_size),  # type: ignore[arg-type]
+            vocab=SortedTokens(mm, arrays["offsets"], base=a["tokens"].offset, size=a["tokens"].shape[0]),  # type: ignore[arg-type]
             counts=counts_of(arrays, scoring),
             scoring_only=True,
             moments=moments_of(arrays, scoring),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
+
+
+def numpy_view(mm: mmap.mmap | bytes, member: npzview.Array) -> np.ndarray:
+    """A number array as it lies in the file, read-only."""
+    dtype = np.dtype(f"{'<' if member.little else '>'}{member.kind}{member.itemsize}")
+    if member.count == 0:
+        return np.zeros(member.shape, dtype=dtype)
+    # (2, V) counts come out of a column gather in Fortran order: both classes of a token side by side.
+    return np.frombuffer(mm, dtype=dtype, count=member.count, offset=member.offset).reshape(member.shape, order="F" if member.fortran else "C")
 
 
 def empty_model(tokens: TokenSettings, scoring: Scoring) -> Model:

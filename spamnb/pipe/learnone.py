@@ -192,8 +192,8 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
                 else:
                     out.learnt += 1
             now[key] = after
-            numeric: list[int] | None = [] if model.scoring.meta != "none" else None
-            entries.append(journal.Entry(key, before, after, dict(Counter(tokenize(item.data, numeric))), numeric))
+            tokens, numeric = tokenize.read(item.data, model.scoring.meta != "none")
+            entries.append(journal.Entry(key, before, after, dict(Counter(tokens)), numeric))
         size = journal.append(model_path, model.identity, model.journal, entries)
         out.docs = model.docs
         for entry in entries:

@@ -372,14 +372,14 @@ def verdict_of(model: OneModel | Loaded, data: bytes, cutoffs: tuple[float | Non
     """`score_message` under a model already open."""
     if isinstance(model, Loaded):
         full = model.model
-        numeric: list[int] | None = [] if full.scoring.meta != "none" else None  # type: ignore[attr-defined]
-        e = full.explain(model.tokenize(data, numeric), numeric)  # type: ignore[attr-defined, operator]
+        tokens, numeric = model.tokenize.read(data, full.scoring.meta != "none")  # type: ignore[attr-defined]
+        e = full.explain(tokens, numeric)  # type: ignore[attr-defined]
         p = trust.check_score(full.scoring.probability(e.log_odds))  # type: ignore[attr-defined]
         scoring = full.scoring.with_cutoffs(*cutoffs)  # type: ignore[attr-defined]
         verdict, floor = scoring.decide(p)
         return Verdict(e.log_odds, p, verdict, strongest(zip(e.tokens, e.contributions.tolist(), strict=True), reasons), floor, scoring.spam_threshold()[0])
-    numeric = [] if model.scoring.meta != "none" else None
-    distinct = Counter(model.tokenizer()(data, numeric))
+    tokens, numeric = model.tokenizer().read(data, model.scoring.meta != "none")
+    distinct = Counter(tokens)
     shares = [0.0] * len(distinct) if reasons else None
     lo = model.log_odds_of(distinct, shares, numeric)
     p = trust.check_score(model.scoring.probability(lo))

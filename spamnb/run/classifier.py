@@ -78,9 +78,9 @@ def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
     model uses them; and numeric features, if the model scores them)."""
     with collector_paused():
         if step.numeric:
-            numeric = [[] for _ in datas]
-            chunk = local_rows([step.tokenizer(data, q) for data, q in zip(datas, numeric, strict=True)])
-            chunk = chunk._replace(numeric=np.array(numeric, dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
+            read = [step.tokenizer.read(data, True) for data in datas]
+            chunk = local_rows([tokens for tokens, _ in read])
+            chunk = chunk._replace(numeric=np.array([numeric for _, numeric in read], dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
         else:
             chunk = local_rows([step.tokenizer(data) for data in datas])
     if not step.by_field:

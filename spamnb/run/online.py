@@ -129,8 +129,8 @@ def tokenise(state: tuple[Tokenizer, int, bool], datas: list[bytes]) -> list[tup
     tokenize, cap, scored = state
     out = []
     for data in datas:
-        numeric: list[int] | None = [] if scored else None
-        out.append((headers.digest(data, cap), dict(Counter(tokenize(data, numeric))), numeric))
+        tokens, numeric = tokenize.read(data, scored)
+        out.append((headers.digest(data, cap), dict(Counter(tokens)), numeric))
     return out
 
 

@@ -265,25 +265,26 @@ class Tokenizer:
             self._stop_or_none = self._stop or None
             self.words = self.compiled_words  # type: ignore[method-assign]
 
-    def __call__(self, data: bytes, numeric: list[int] | None = None) -> list[str]:
-        """The message's tokens; with a list `numeric`, its `message_features` go in it too."""
+    def __call__(self, data: bytes) -> list[str]:
+        """The message's tokens."""
+        return self.read(data, False)[0]
+
+    def read(self, data: bytes, features: bool) -> tuple[list[str], list[int] | None]:
+        """The message's tokens, and with `features` its numeric features (`message_features`; else None)."""
         # As learnt: no envelope line, no verdict header (ours or a forgery), then capped.
         data = message_headers.unstamped(data, self.settings.max_bytes)
         try:
             msg = parse_bounded(data)
             # raw_items: items() would turn a value with 8-bit bytes into a Header
             # whose text has lost them (decode_header_value recovers them).
-            fields = list(msg.raw_items()) if self.settings.header_tokens or numeric is not None else []
+            fields = list(msg.raw_items()) if self.settings.header_tokens or features else []
             bodies = list(iter_text_parts(msg))
-            if numeric is not None:
-                numeric[:] = message_features(len(data), fields, bodies)
-            return self.tokens_of(fields if self.settings.header_tokens else [], bodies)
+            numeric = message_features(len(data), fields, bodies) if features else None
+            return self.tokens_of(fields if self.settings.header_tokens else [], bodies), numeric
         except Exception:  # noqa: BLE001 - any failure (RecursionError, TooManyParts, a fault on mail no test met): its raw text
             # A message is never dropped from a batch, nor a run stopped, by one that cannot be read.
             raw = [("plain", data.decode("latin-1"))]
-            if numeric is not None:
-                numeric[:] = message_features(len(data), [], raw)
-            return self.tokens_of([], raw)
+            return self.tokens_of([], raw), message_features(len(data), [], raw) if features else None
 
     def tokens_of(self, headers: list[tuple[str, str]], bodies: list[tuple[str, str]]) -> list[str]:
         """The tokens of a message's header fields and its (subtype, text) parts."""
