@@ -942,7 +942,7 @@ def inspect(model_path: str, top: int, explain_src: str | None, as_json: bool) -
 @model_option()
 @click.option("--listen", default="127.0.0.1:783", show_default=True, metavar="ADDRESS", help="HOST:PORT, [IPV6]:PORT or unix:PATH (PORT 0: any free port, logged).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Processes answering requests (one per core).")
-@click.option("--connections", type=click.IntRange(1, 4096), default=64, show_default=True, help="Requests answered at once, in all; more wait for a free one.")
+@click.option("--connections", type=click.IntRange(1, 4096), default=8, show_default=True, help="Requests answered at once, in all; more wait in the kernel's queue for whichever worker is free.")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True, metavar="SECONDS", help="A request must arrive within this time (the reply too), or the connection is closed.")
 @click.option("--max-size", type=click.IntRange(1, 256 << 20), default=4 << 20, show_default=True, metavar="BYTES", help="Larger messages are passed back unscanned.")
 @click.option("--socket-mode", default="0600", show_default=True, metavar="OCTAL", help="Permissions of a unix:PATH socket.")

@@ -53,7 +53,9 @@ class ServeError(Exception):
 class Options(NamedTuple):
     listen: str = "127.0.0.1:783"
     workers: int = 2
-    connections: int = 64
+    # Few: connections a worker holds wait for its CPU while the other worker's may be idle; in
+    # the kernel's queue they go to whichever is free (docs/measurements.md; spamd's own default is 5).
+    connections: int = 8
     timeout: float = 30.0
     max_size: int = 4 << 20
     socket_mode: int = 0o600
