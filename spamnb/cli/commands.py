@@ -757,7 +757,6 @@ def evaluate(
 
     from spamnb.cli import report
     from spamnb.cli.progress import progress_bar
-    from spamnb.mail import sources
     from spamnb.mail.sources import Problem
     from spamnb.models import store
     from spamnb.run import classifier, metrics
@@ -789,7 +788,7 @@ def evaluate(
             from spamnb.run import online as online_eval
 
             tokens, scoring = settings_from(options, store.load(model_path) if model_path else None)
-            items = sources.read_labelled(spam, ham, index, tokens.max_bytes, on_empty=empty.append, access=access)
+            items = mail.read(tokens.max_bytes)
             if order == "date":
                 from spamnb.mail import arrival
 

@@ -437,10 +437,9 @@ class Worker:
 def bounded_malloc() -> None:
     """glibc's malloc as a long-lived worker needs it (elsewhere: nothing).  One arena: it gives
     each thread that allocates its own (up to 8 per core), each keeping what the messages it read
-    left it (a worker's RSS grew 60 -> 92 MiB over a 20 s soak, 66 -> 73 MiB with one); the
-    threads run Python under one lock anyway.  A fixed mmap threshold: freeing a block above it
-    (a model read whole) raises glibc's own up to 32 MiB, and the next model's blocks then stay
-    in the heap after a switch (+27 MiB per worker each switch; +5 MiB with it fixed)."""
+    left it; the threads run Python under one lock anyway.  A fixed mmap threshold: freeing a
+    block above it (a model read whole) raises glibc's own, and the next model's blocks then stay
+    in the heap after a switch.  Figures: docs/measurements.md, "spamnb serve"."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None)
         libc.mallopt(M_ARENA_MAX, 1)
