@@ -171,9 +171,9 @@ def test_model_without_offsets_still_loads(model, tmp_path):
 
 @pytest.mark.parametrize("limit", [0, 20_000])
 def test_learning_a_few_messages_splices_the_vocabulary_like_a_full_rebuild(corpus, model, tmp_path, monkeypatch, limit):
-    from spamnb.bayes.vocabulary import GrowingSorted
+    from spamnb.bayes.vocabulary import ModelVocabulary
 
-    monkeypatch.setattr(GrowingSorted, "LIMIT", limit)
+    monkeypatch.setattr(ModelVocabulary, "LIMIT", limit)
     path = str(tmp_path / "m.npz")
     spam_dir = tmp_path / "new"
     spam_dir.mkdir()
@@ -206,7 +206,7 @@ def test_max_tokens_keeps_the_most_frequent(corpus, model, tmp_path):
     kept = set(capped.vocab.tokens)
     assert min(totals[t] for t in kept) >= max(v for t, v in totals.items() if t not in kept)
     for t, col in zip(capped.vocab.tokens, range(15), strict=True):  # counts travel with their tokens
-        assert capped.counts.tf[:, col].tolist() == full.counts.tf[:, full.vocab.index[t]].tolist()
+        assert capped.counts.tf[:, col].tolist() == full.counts.tf[:, full.growable().index[t]].tolist()
     assert capped.counts.docs.tolist() == full.counts.docs.tolist()
     assert store.load(path).learnt == full.learnt
 

@@ -3,7 +3,8 @@
 Two vocabularies share one `lookup` interface: `Vocabulary`, a dictionary that grows
 while training and serves batch scoring, and `SortedTokens`, a binary search over
 the model file's sorted token blob that scores one message without building a
-dictionary of the whole vocabulary (the pipe path's start-up cost).
+dictionary of the whole vocabulary (the pipe path's start-up cost).  A model holds
+either as one type, `ModelVocabulary`, whose state says which.
 """
 from __future__ import annotations
 
@@ -98,78 +99,102 @@ def token_offsets(blob: bytes) -> np.ndarray:
     return np.concatenate(([0], ends + 1, [len(blob) + 1])).astype(dtype)
 
 
-class GrowingSorted:
-    """A vocabulary that grows on top of a model's sorted tokens without reading them all.
+class ModelVocabulary:
+    """A model's vocabulary (`Model.vocab`): one type, in one of three states, `state`, that
+    only go forward (columns never change):
 
-    Known tokens are found by binary search and remembered; new ones get the next
-    columns.  Learning one message into a 1,000,000-token model so costs a few
-    hundred searches instead of a dictionary of the whole vocabulary.
-    After `LIMIT` searches the whole dictionary is cheaper: it is built once and
-    used from then on (columns do not change).
+    SORTED      the model file's sorted tokens (`SortedTokens`), searched one token at a
+                time: scoring a message reads only its own tokens.
+    GROWING     learning on top of them without reading them all: tokens found are
+                remembered, new ones get the next columns.  Learning one message into a
+                1,000,000-token model so costs a few hundred searches instead of a
+                dictionary of the whole vocabulary.  After `LIMIT` searches the whole
+                dictionary is cheaper: it is built once and used from then on.
+    DICTIONARY  every token in a `Vocabulary` (`dictionary()`): batch scoring, training,
+                pruning, merging.
     """
 
+    SORTED, GROWING, DICTIONARY = "sorted", "growing", "dictionary"
     LIMIT = 20_000
 
-    def __init__(self, base: SortedTokens) -> None:
+    def __init__(self, base: SortedTokens | None = None, full: Vocabulary | None = None) -> None:
+        """Of a model file's sorted tokens (`base`), or of a dictionary (`full`; neither: empty)."""
         self.base = base
-        self.n_base = len(base)
-        self.added: list[str] = []
-        self.index: dict[str, int] = {}
+        self.n_base = len(base) if base is not None else 0
+        self.added: list[str] = []  # GROWING: new tokens, in column order
+        self.found: dict[str, int] = {}  # GROWING: columns of the tokens searched for or added
         self.searches = 0
-        self.full: Vocabulary | None = None
+        self.full = Vocabulary() if base is None and full is None else full
+        self.state = self.SORTED if self.full is None else self.DICTIONARY
+
+    @classmethod
+    def of(cls, vocab: ModelVocabulary | Vocabulary | SortedTokens) -> ModelVocabulary:
+        if isinstance(vocab, ModelVocabulary):
+            return vocab
+        return cls(full=vocab) if isinstance(vocab, Vocabulary) else cls(base=vocab)
 
     def __len__(self) -> int:
-        return self.n_base + len(self.added)
+        return len(self.full) if self.full is not None else self.n_base + len(self.added)
 
-    def materialize(self) -> Vocabulary:
+    def dictionary(self) -> Vocabulary:
+        """Every token in a dictionary (the state becomes DICTIONARY)."""
         if self.full is None:
-            text = self.base.data().decode("utf-8", "surrogatepass")
+            text = self.base.data().decode("utf-8", "surrogatepass")  # type: ignore[union-attr]
             self.full = Vocabulary([*(text.split(SEPARATOR) if text else []), *self.added], sorted_prefix=self.n_base)
+            self.state = self.DICTIONARY
         return self.full
 
     @property
     def tokens(self) -> list[str]:
-        return self.materialize().tokens
+        return self.dictionary().tokens
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
         if self.full is not None:
             return self.full.lookup(tokens)
+        if self.state == self.SORTED:
+            return self.base.lookup(tokens)  # type: ignore[union-attr]
         tokens = list(tokens)
-        self.grow_known(tokens)
-        get = self.index.get
+        self.remember(tokens)
+        get = self.found.get
         return [get(t, -1) for t in tokens]
 
-    def grow_known(self, tokens: list[str]) -> None:
-        """Remember the base columns of tokens not yet seen."""
-        index = self.index
-        missing = [t for t in dict.fromkeys(tokens) if t not in index]
+    def remember(self, tokens: list[str]) -> None:
+        """Remember the base columns of tokens not yet searched for."""
+        found = self.found
+        missing = [t for t in dict.fromkeys(tokens) if t not in found]
         self.searches += len(missing)
-        for t, col in zip(missing, self.base.lookup(missing), strict=True):
+        for t, col in zip(missing, self.base.lookup(missing), strict=True):  # type: ignore[union-attr]
             if col >= 0:
-                index[t] = col
+                found[t] = col
 
     def grow(self, tokens: Iterable[str]) -> list[int]:
-        tokens = list(tokens)
-        if self.full is None and self.searches + len(tokens) > self.LIMIT:
-            self.materialize()
+        """Columns of tokens, adding the ones not seen before."""
+        if self.full is None:
+            tokens = list(tokens)
+            if self.searches + len(tokens) > self.LIMIT:
+                self.dictionary()
         if self.full is not None:
             return self.full.grow(tokens)
-        self.grow_known(tokens)
-        index, added = self.index, self.added
+        self.state = self.GROWING
+        self.remember(tokens)  # type: ignore[arg-type]
+        found, added = self.found, self.added
         out = []
         for t in tokens:
-            col = index.get(t)
+            col = found.get(t)
             if col is None:
-                col = index[t] = self.n_base + len(added)
+                col = found[t] = self.n_base + len(added)
                 added.append(t)
             out.append(col)
         return out
 
-    def sorted_blob(self) -> tuple[bytes, np.ndarray]:
-        """The sorted token blob and the column order that matches it, splicing new tokens into the base blob."""
+    def sorted_blob(self) -> tuple[bytes, np.ndarray | None]:
+        """The sorted token blob and the column order that matches it (None: the columns are
+        in order), splicing new tokens into the base blob."""
         if self.full is not None:
             return self.full.sorted_blob()
-        base = self.base.data()
+        base = self.base.data()  # type: ignore[union-attr]
+        if self.state == self.SORTED:
+            return base, None
         base = base + b"\n" if base else b""  # every token followed by a newline
         new = sorted(range(len(self.added)), key=self.added.__getitem__)
         keys = [self.added[i].encode("utf-8", "surrogatepass") for i in new]
@@ -177,7 +202,7 @@ class GrowingSorted:
         pieces = []
         at = 0
         for w, key in zip(where, keys, strict=True):
-            cut = self.base.offsets[w] if w < self.n_base else len(base)
+            cut = self.base.offsets[w] if w < self.n_base else len(base)  # type: ignore[union-attr]
             pieces.append(base[at:cut])
             pieces.append(key + b"\n")
             at = cut

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spamnb.bayes import events, meta, nb
-from spamnb.bayes.vocabulary import GrowingSorted, Rows, SortedTokens, Vocabulary
+from spamnb.bayes.vocabulary import ModelVocabulary, Rows, SortedTokens, Vocabulary
 from spamnb.models import scoring
 from spamnb.text.tokens import TokenSettings, field_ids
 
@@ -199,6 +199,8 @@ class Scored(NamedTuple):
 class Model:
     """Tokeniser settings, scoring defaults, vocabulary and counts: what a model file holds.
 
+    `vocab`: a `ModelVocabulary`, whatever the model was opened for (its `state` says how far
+    it was read: the file's sorted tokens, growing on them, a dictionary).
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
     `moments`: the numeric features' moments per class (spamnb.bayes.meta), int64 (2, WIDTH, WIDTH).
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
@@ -209,7 +211,7 @@ class Model:
         self,
         tokens: TokenSettings | None = None,
         scoring: Scoring | None = None,
-        vocab: Vocabulary | SortedTokens | GrowingSorted | None = None,
+        vocab: ModelVocabulary | Vocabulary | SortedTokens | None = None,
         counts: nb.Counts | None = None,
         learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
@@ -217,7 +219,7 @@ class Model:
     ) -> None:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
-        self.vocab = vocab if vocab is not None else Vocabulary()
+        self.vocab = ModelVocabulary.of(vocab) if vocab is not None else ModelVocabulary()
         self.counts = counts if counts is not None else nb.Counts.empty(weighting=self.scoring.weighting())
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
@@ -228,17 +230,11 @@ class Model:
         return meta.Gaussians(self.scoring.meta, self.moments.tolist(), self.scoring.meta_weight)
 
     def growable(self) -> Vocabulary:
-        if isinstance(self.vocab, GrowingSorted):
-            self.vocab = self.vocab.materialize()
-        if isinstance(self.vocab, SortedTokens):
-            text = self.vocab.data().decode("utf-8", "surrogatepass")
-            self.vocab = Vocabulary(text.split("\n") if text else [], sorted_prefix=len(self.vocab))
-        return self.vocab
+        """The vocabulary as a dictionary (`ModelVocabulary.dictionary`): batch scoring, training."""
+        return self.vocab.dictionary()
 
-    def learnable(self) -> Vocabulary | GrowingSorted:
-        """A vocabulary to learn into: grows on the sorted tokens without reading them all."""
-        if isinstance(self.vocab, SortedTokens):
-            self.vocab = GrowingSorted(self.vocab)
+    def learnable(self) -> ModelVocabulary:
+        """The vocabulary to learn into: grows on the sorted tokens without reading them all."""
         return self.vocab
 
     def prune(self, pruning: nb.Pruning) -> int:
@@ -253,7 +249,7 @@ class Model:
         dropped = counts.n_features - keep.size
         if dropped:
             tokens = [vocab.tokens[i] for i in order[keep]]
-            self.vocab = Vocabulary(tokens, sorted_prefix=len(tokens))
+            self.vocab = ModelVocabulary(full=Vocabulary(tokens, sorted_prefix=len(tokens)))
             self.counts = counts.take(keep)
         return dropped
 

@@ -61,11 +61,9 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
     counts = model.counts
     if model.scoring_only:
         raise ValueError("a model opened for scoring only cannot be saved")
-    if not isinstance(vocab, SortedTokens):
-        blob, order = vocab.sorted_blob()
+    blob, order = vocab.sorted_blob()
+    if order is not None:
         counts = counts.take(order)
-    else:
-        blob = vocab.data()
     tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
     numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}

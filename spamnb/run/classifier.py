@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb.bayes import meta, nb
-from spamnb.bayes.vocabulary import Chunk, GrowingSorted, Rows, Vocabulary, local_rows
+from spamnb.bayes.vocabulary import Chunk, ModelVocabulary, Rows, Vocabulary, local_rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models import journal, trust
@@ -340,7 +340,7 @@ def learnt_in(chunk: Chunk, change: Changes, mapping: np.ndarray) -> Iterator[Sa
             yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls)
 
 
-def apply_changes(model: Model, vocab: Vocabulary | GrowingSorted, chunk: Chunk, change: Changes) -> np.ndarray:
+def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Changes) -> np.ndarray:
     if not change.which:
         return np.zeros(0, np.int64)
     mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)

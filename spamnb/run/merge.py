@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spamnb.bayes import nb
-from spamnb.bayes.vocabulary import Vocabulary
+from spamnb.bayes.vocabulary import ModelVocabulary, Vocabulary
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models.model import Model, summed_with
@@ -168,7 +168,7 @@ def drop_empty_tokens(model: Model) -> int:
     keep = np.flatnonzero(model.counts.tf.sum(axis=0) > 0)
     dropped = len(vocab) - keep.size
     if dropped:
-        model.vocab = Vocabulary([vocab.tokens[i] for i in keep.tolist()])
+        model.vocab = ModelVocabulary(full=Vocabulary([vocab.tokens[i] for i in keep.tolist()]))
         model.counts = model.counts.take(keep)
     return dropped
 
