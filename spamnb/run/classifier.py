@@ -464,15 +464,14 @@ class Gathered(NamedTuple):
     def empty(cls) -> Gathered:
         return cls([], [], [], Vocabulary(), ([], [], []), [])
 
-    def add_item(self, item: Item) -> bool:
-        """Note a message's id and label (or its Problem); whether it is a message."""
+    def add_item(self, item: Item) -> None:
+        """Note a message's id and label (or its Problem)."""
         if isinstance(item, Problem):
             self.problems.append(item)
-            return False
+            return
         class_of(item)
         self.ids.append(item.id)
         self.labels.append(item.label)  # type: ignore[arg-type]
-        return True
 
     def add_chunk(self, chunk: Chunk) -> None:
         mapping = np.asarray(self.vocab.grow(chunk.tokens), dtype=np.int64)
@@ -493,19 +492,27 @@ def tokenise_labelled(
 ) -> Tokenised:
     """Every labelled message tokenised by `jobs` processes, in order (with its numeric features, if asked)."""
     tokenise = Tokenise.for_folds(tokens, numeric)
-    got = Gathered.empty()
-    sizes: deque[int] = deque()
+    batches: deque[list[Item]] = deque()
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, chunk_size(jobs)):
-            sizes.append(len(batch))
-            yield [item.data for item in batch if got.add_item(item)]  # type: ignore[union-attr]
+            batches.append(batch)
+            yield [item.data for item in batch if not isinstance(item, Problem)]
 
-    for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
-        got.add_chunk(chunk)
-        size = sizes.popleft()
+    return gathered(((batches.popleft(), [chunk]) for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs)), progress)
+
+
+def gathered(parts: Iterable[tuple[list[Item], list[Chunk]]], progress: Callable[[int], None] | None = None) -> Tokenised:
+    """Labelled mail tokenised, from its parts in order: each a batch of items (messages and
+    Problems) and the chunks of its messages' rows (`tokenise_labelled`, here or on Dask)."""
+    got = Gathered.empty()
+    for batch, batch_chunks in parts:
+        for item in batch:
+            got.add_item(item)
+        for chunk in batch_chunks:
+            got.add_chunk(chunk)
         if progress:
-            progress(size)
+            progress(len(batch))
     return got.done()
 
 

@@ -96,9 +96,10 @@ def shared_messages(models: Sequence[Model], items: Iterable[Item] | None, repor
     """The bytes of each message of `items` that more than one model learnt, by its digest
     (of its first `max_bytes`, as learnt).
 
-    A model that holds a message of `items` by its legacy digest (which
-    `headers.learnt_digest` also looks for) is brought to the current one first, so that a copy it learnt before the
-    digest changed and one another model learnt since are seen as one message.
+    A model that holds a message of `items` by a legacy digest (the one it knows it by, as
+    `headers.learnt_digest` finds it for every learner: `headers.first_known`) is brought to the
+    current one first, so that a copy it learnt before the digest changed and one another
+    model learnt since are seen as one message.
     """
     holders = Counter(key for model in models for key in model.learnt)
     found: dict[bytes, bytes] = {}
@@ -106,15 +107,13 @@ def shared_messages(models: Sequence[Model], items: Iterable[Item] | None, repor
         if isinstance(item, Problem):
             report.problems.append(item)
             continue
-        key = headers.digest(item.data, max_bytes)
-        for old in headers.legacy_digests(item.data, max_bytes):
-            if old == key or not holders[old]:
-                continue
-            for model in models:
-                if old in model.learnt and key not in model.learnt:
-                    model.learnt[key] = model.learnt.pop(old)
-                    holders[old] -= 1
-                    holders[key] += 1
+        key, olds = headers.digest(item.data, max_bytes), headers.legacy_digests(item.data, max_bytes)
+        for model in models:
+            known = headers.first_known(key, olds, model.learnt.__contains__)  # the learners' rule (headers.learnt_digest)
+            if known != key:
+                model.learnt[key] = model.learnt.pop(known)
+                holders[known] -= 1
+                holders[key] += 1
         if holders[key] > 1:
             found.setdefault(key, item.data)
     return found

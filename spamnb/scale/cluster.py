@@ -469,15 +469,7 @@ def tokenise_labelled(
     client, as without --dask: its folds need every message's rows (the client holds the
     count rows, as a local eval does, never the mail)."""
     work = send(client, Work(classifier.Tokenise.for_folds(tokens, numeric), classifier.chunk_size(jobs), tokens.max_bytes))
-    got = classifier.Gathered.empty()
-    for items, chunks in in_order(client, shard_rows, shards(located, shard), work):
-        for item in items:
-            got.add_item(item)
-        for chunk in chunks:
-            got.add_chunk(chunk)
-        if progress:
-            progress(len(items))
-    return got.done()
+    return classifier.gathered(in_order(client, shard_rows, shards(located, shard), work), progress)
 
 
 def in_order(client: Client, fn: Callable[..., Any], parts: Iterable[Shard], *args: Any) -> Iterator[Any]:
