@@ -35,6 +35,23 @@ def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
     return alpha, (scoring.tf, bool(scoring.idf), scoring.length_norm)
 
 
+# One tokeniser per settings in a process: its memo of header fields outlives a model that
+# a model of the same settings replaces (a resident server's switch), instead of filling
+# again beside the old one's until the collector frees that (a cycle: its bound `words`).
+_TOKENIZERS: dict[TokenSettings, Tokenizer] = {}
+TOKENIZERS_KEPT = 16
+
+
+def tokenizer_for(settings: TokenSettings) -> Tokenizer:
+    """The process's tokeniser of these settings."""
+    found = _TOKENIZERS.get(settings)
+    if found is None:
+        if len(_TOKENIZERS) >= TOKENIZERS_KEPT:
+            _TOKENIZERS.clear()
+        found = _TOKENIZERS[settings] = Tokenizer(settings)
+    return found
+
+
 class Counts2:
     """A (2, V) count array as stored, indexed [class][column] through `at`."""
 
@@ -99,7 +116,7 @@ class OneModel:
         if self.weighted is not None and self.journal:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
         self.base_docs = self.docs
-        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
+        self.docs = self.journal.docs_now(self.base_docs)
         self.n_features = n
         self._gaussians: meta.Gaussians | None = None
         self._linear: VocabularySums | None = None
@@ -122,7 +139,7 @@ class OneModel:
 
     def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
-            self._tokenizer = Tokenizer(self.tokens)
+            self._tokenizer = tokenizer_for(self.tokens)
         return self._tokenizer
 
     def make_resident(self) -> None:
@@ -185,11 +202,9 @@ class OneModel:
         return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
 
     def _update_now(self, names: list[str]) -> None:
-        changes, now = self.journal.tokens, self._now
-        for name, base in zip(names, self.base_counts(names), strict=True):
-            now[name], clamped = journal.applied(base or [0, 0, 0, 0], changes[name])
-            if clamped:
-                self._clamped.add(name)
+        counts, clamped = self.journal.now(names, self.base_counts(names))
+        self._now.update(zip(names, counts, strict=True))
+        self._clamped |= clamped
 
     def counts_of(self, names: list[str]) -> list[list[int] | None]:
         """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
@@ -252,8 +267,7 @@ class OneModel:
     def log_ratio(self, numeric: list[int]) -> float:
         """The numeric features' log-ratio (spamnb.bayes.meta), unweighted, the journal's moments added."""
         if self._gaussians is None:
-            moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
-            self._gaussians = meta.Gaussians(self.scoring.meta, moments)
+            self._gaussians = meta.Gaussians(self.scoring.meta, self.journal.moments_now(self.base_moments))
         return self._gaussians.log_ratio(numeric)
 
     def learn(self, entry: journal.Entry) -> None:
@@ -278,7 +292,7 @@ class OneModel:
                     counts = now[name]
                     counts[cls] += k
                     counts[2 + cls] += 1
-        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
+        self.docs = self.journal.docs_now(self.base_docs)
         if self._linear is not None:
             self._linear.update(before, self.counts_of(names))
 
@@ -353,15 +367,13 @@ def open_model(path: str, resident: bool = False, hold: bool = False) -> OneMode
     """The model at `path` opened for scoring single messages; `resident`: for many of them
     (`OneModel.make_resident`), read whole; `hold`: see npzview.open_members.  A model file that is a zip of
     another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
-    from spamnb.text.tokens import Tokenizer
-
     try:
         model = OneModel(path, hold, whole=resident)
     except npzview.NotPlain as err:
         from spamnb.models import store
 
         full = store.load(path, scoring_only=True, data=err.data)
-        return Loaded(full, Tokenizer(full.tokens))
+        return Loaded(full, tokenizer_for(full.tokens))
     if resident:
         model.make_resident()
     return model
