@@ -21,7 +21,8 @@ from spamnb.bayes.vocabulary import Chunk, GrowingSorted, Rows, Vocabulary, loca
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models import journal, trust
-from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.models.calibration import fit_platt, ham_loss_floor
+from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight
 from spamnb.models.scoring import Decision
 from spamnb.run.parallel import ordered_map
 from spamnb.text.tokens import Tokenizer, TokenSettings, field_ids
@@ -693,5 +694,6 @@ def calibrated(
         ratios = held_out_log_ratios(scoring.meta, numeric, y)
         weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
         odds = odds + weight * ratios
-    calibration = fit_platt(odds, y == nb.SPAM)
-    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration), meta_weight=weight)
+    z, positive = odds.tolist(), (y == nb.SPAM).tolist()
+    calibration = fit_platt(z, positive)
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)

@@ -7,7 +7,7 @@ verdict was wrong or unsure).  The model is the one-message scorer's
 journal in memory (`OneModel.learn`), so a message is scored exactly as `classify`
 would score it with a model trained on the messages before it, and nothing is written.
 
-P(spam) and the spam floor come from Platt's calibration and `model.ham_loss_floor`
+P(spam) and the spam floor come from Platt's calibration and `calibration.ham_loss_floor`
 fitted on the online scores seen so far (at 100, 200, 400, 800 and 1,600 messages,
 then every 1,600), as train fits them on held-out scores: before the first fit, the
 starting model's own (none for an empty one).
@@ -28,7 +28,8 @@ from spamnb.bayes.vocabulary import Rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Problem
 from spamnb.models import journal
-from spamnb.models.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.models.calibration import fit_platt, ham_loss_floor
+from spamnb.models.model import Model, Scoring, fit_meta_weight
 from spamnb.pipe import onemessage
 from spamnb.run.classifier import LABEL_CLASS, Scored, chunks, class_of
 from spamnb.run.parallel import ordered_map
@@ -167,8 +168,8 @@ def run(
                 if numeric is not None:  # the numeric features' weight too, as train fits it
                     weight = fit_meta_weight(z, np.array(ratios), positive)
                     z = z + weight * np.array(ratios)
-                calibration = fit_platt(z, positive)
-                scoring = scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)
+                calibration = fit_platt(z.tolist(), spam)
+                scoring = scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z.tolist(), spam, calibration), meta_weight=weight)
             trained = min(model.docs) > 0
             text = model.log_odds_of(counts) if trained else 0.0
             ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
