@@ -13,7 +13,12 @@ from spamnb.models.scoring import probability
 # `typing` is off a learn's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
+    from typing import TypeVar
+
+    from spamnb.models.scoring import Scoring
+
+    S = TypeVar("S", bound=Scoring)
 
 # Platt's fit made robust: each message's label is taken to come from the sigmoid only
 # with probability 1 - 2 OUTLIER_SHARE, so that no message pulls the curve by more than
@@ -139,3 +144,50 @@ def ham_loss_floor(log_odds: Sequence[float], positive: Sequence[bool], calibrat
         if total > limit:
             return probability(s)
     return 0.0
+
+
+# The learn plan's refits (`eval --online`, single learns, a `train` too small to fit on
+# its own messages): before the n-th message's score joins the history, at 100, 200, 400,
+# 800 and 1,600 scores, then every 1,600.
+FIT_EVERY = 1600
+# The history keeps the latest scores only: past this many, the oldest FIT_EVERY go (so a
+# refit still comes every FIT_EVERY learns).  A model carries it (16 bytes a score).
+HISTORY_MAX = 10 * FIT_EVERY
+
+
+def fit_points(n: int) -> bool:
+    """Whether the calibration is refitted on a history of n scores."""
+    return n in (100, 200, 400, 800, FIT_EVERY) or (n > FIT_EVERY and n % FIT_EVERY == 0)
+
+
+def added(history: list[tuple[float, int]], scores: Iterable[tuple[float, int]]) -> bool:
+    """Add (log-odds, class) pairs to `history` in turn, each a learnt message's score before
+    it was learnt (held out), trimmed to HISTORY_MAX; whether a refit point was passed."""
+    due = False
+    for score in scores:
+        history.append(score)
+        if len(history) > HISTORY_MAX:
+            del history[:FIT_EVERY]
+        due = due or fit_points(len(history))
+    return due
+
+
+def trimmed(history: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """A history read back (the model's and its journal's scores) as `added` would have kept it."""
+    drop = 0
+    while len(history) - drop > HISTORY_MAX:
+        drop += FIT_EVERY
+    return history[drop:]
+
+
+def refitted(scoring: S, history: Sequence[tuple[float, int]]) -> S:
+    """`scoring` with Platt's calibration and the ham-loss floor fitted on a history of
+    held-out scores; as it was while the history lacks a class.  Nothing else changes: a
+    cut-off the user set stays the cut-off, and the numeric features' weight (`--meta`)
+    stays as `train` fitted it."""
+    z = [s for s, _ in history]
+    positive = [c == 1 for _, c in history]
+    if all(positive) or not any(positive):
+        return scoring
+    calibration = fit_platt(z, positive)
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration))

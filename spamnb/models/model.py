@@ -102,6 +102,7 @@ class Model:
 
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
     `moments`: the numeric features' moments per class (spamnb.bayes.meta), int64 (2, WIDTH, WIDTH).
+    `history`: the calibration's history (spamnb.models.calibration), (log-odds, class) pairs.
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
     read-only), never saved.  (A plain class: see nb.Counts.)
     """
@@ -115,6 +116,7 @@ class Model:
         learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
         moments: np.ndarray | None = None,
+        history: list[tuple[float, int]] | None = None,
     ) -> None:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
@@ -123,6 +125,7 @@ class Model:
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
         self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
+        self.history = history if history is not None else []
 
     def gaussians(self) -> meta.Gaussians:
         """The numeric features' term as the model's scoring sets it."""
