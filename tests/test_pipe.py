@@ -456,18 +456,49 @@ def test_stamp_properties(data: bytes, first: str, second: str) -> None:
 
 @FAST
 @given(MESSAGES, st.sampled_from(["spam", "ham", "unsure"]), st.sampled_from(["spam", "ham"]))
-def test_tell_learns_a_message_stamped_by_process_as_the_message(data: bytes, first: str, second: str) -> None:
-    """What TELL learns (`unverdicted`) of a message as PROCESS stamped it: the same whatever the
-    verdict, and for mail that came without SpamAssassin's fields, the message as it came."""
+def test_spamnbs_own_spamassassin_fields_are_a_verdict_no_path_learns(data: bytes, first: str, second: str) -> None:
+    """A message as PROCESS or `--sa-headers` stamped it (X-Spamnb and SpamAssassin's fields naming
+    spamnb) digests and tokenises the same whatever the verdict, and for mail that came without
+    SpamAssassin's fields, as the message as it came."""
 
     def process(verdict: str) -> bytes:
         return headers.stamp(data, f"{verdict}, score=0.5000", headers.spamassassin_fields(verdict, 0.5, 0.95))
 
-    told = headers.unverdicted(process(first))
-    assert headers.digest(told) == headers.digest(headers.unverdicted(process(second)))
-    assert not any(headers.field_lines(headers.SA_NAMES).finditer(headers.lf_view(headers.split_message(told)[1])))
+    tokenize = Tokenizer()
+    stamped = process(first)
+    assert headers.digest(stamped) == headers.digest(process(second))
+    assert tokenize(stamped) == tokenize(process(second))
     if not any(name.lower() in data.lower() for name in headers.SA_NAMES):
-        assert headers.digest(told) == headers.digest(data)
+        assert headers.digest(stamped) == headers.digest(data)
+        assert tokenize(stamped) == tokenize(data)
+
+
+def test_an_upstream_spamassassins_fields_are_the_messages_own() -> None:
+    """Only spamnb's own are a verdict: SpamAssassin's, run before spamnb, are evidence like any field."""
+    upstream = (("X-Spam-Checker-Version", "SpamAssassin 4.0.1"), ("X-Spam-Status", "Yes, score=12.0 required=5.0"))
+    data, bare = make_mail("offer", "cheap pills now", headers=upstream), make_mail("offer", "cheap pills now")
+    assert "x-spam-status:yes" in Tokenizer()(data)
+    assert headers.digest(data) != headers.digest(bare)
+    head = headers.split_message(data)[1]
+    assert headers.without_verdict(head) == head
+
+
+def test_mail_stamped_with_sa_headers_is_known_to_every_learner(tmp_path: Path, model: Path) -> None:
+    """Learnt by `train --spam -`, then filed as the pipe stamped it (`--sa-headers`) and learnt again
+    from the folder (bulk train) and as a single file: the same message, already known, not counted twice."""
+    mine = tmp_path / "model.npz"
+    mine.write_bytes(model.read_bytes())
+    data = make_mail("cheap pills", "viagra lottery winner claim now", sender="x@spam.example")
+    assert run_console("train", "-m", mine, "--spam", "-", stdin=data).returncode == 0
+    stamped = run_console("classify", "-m", mine, "--pipe", "--exit-zero", "--sa-headers", stdin=data).stdout
+    assert b"\nX-Spam-Checker-Version: spamnb" in stamped and b"\nX-Spam-Status: " in stamped
+    folder = tmp_path / "Spam"
+    for sub in ("cur", "new", "tmp"):
+        (folder / sub).mkdir(parents=True)
+    (folder / "cur" / "1:2,S").write_bytes(stamped)
+    for source in (folder, folder / "cur" / "1:2,S"):
+        learnt = run_console("train", "-m", mine, "--spam", source, stdin=b"")
+        assert learnt.returncode == 0 and "learnt 0, moved 0, already known 1" in learnt.stderr.decode(), learnt.stderr
 
 
 @settings(max_examples=60, deadline=None)

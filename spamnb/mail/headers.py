@@ -81,12 +81,17 @@ def split_lf(data: bytes) -> tuple[bytes, bytes, bytes]:
     return envelope, data[:newline_end], data[newline_end:]
 
 
-def without_verdict(head: bytes, names: tuple[bytes, ...] = (VERDICT_NAME,)) -> bytes:
-    """The header block less any verdict header (ours or a forgery) with its folded lines;
-    with `names`, less any field of those names (`stamp`'s `more`)."""
+def without_verdict(head: bytes, names: tuple[bytes, ...] | None = None) -> bytes:
+    """The header block less its verdict fields with their folded lines: any X-Spamnb (ours or
+    a forgery), and SpamAssassin's fields where spamnb wrote them (`OWN_CHECKER`); with `names`,
+    less any field of those names (`stamp`'s `more`)."""
     # Most mail has none: a plain search of the lowered block says so in a fifth of the
     # time the pattern takes to scan it.
     lowered = head.lower()
+    if names is None:
+        names = (VERDICT_NAME,)
+        if b"x-spam-checker-version" in lowered and OWN_CHECKER.search(lf_view(head)):
+            names += SA_NAMES
     if not any(name.lower() in lowered for name in names):
         return head
     pattern = VERDICT_LINE if names == (VERDICT_NAME,) else field_lines(names)
@@ -171,17 +176,10 @@ HEADROOM = 1 << 16
 # `required` SA_POINTS times the P a spam verdict needs.
 SA_POINTS = 10.0
 SA_NAMES = (b"X-Spam-Checker-Version", b"X-Spam-Flag", b"X-Spam-Level", b"X-Spam-Status")
-
-
-def unverdicted(data: bytes) -> bytes:
-    """The message less SpamAssassin's fields (SA_NAMES, folded lines too), the ones `stamp`
-    writes beside X-Spamnb, which the tokeniser and `digest` drop on every path (`unstamped`):
-    what TELL learns of a message spamc sends back as PROCESS returned it, so that a verdict's
-    own fields are not learnt as the message's words.  Where a removal would bare a "From "
-    line (read as an envelope after it), the message is left as it is."""
-    envelope, head, rest = split_message(data)
-    kept = without_verdict(head, SA_NAMES)
-    return data if not envelope and kept.startswith(b"From ") and not head.startswith(b"From ") else envelope + kept + rest
+# `stamp` writes them as a set, naming spamnb the checker: then they are a verdict, like X-Spamnb,
+# which no path learns or digests (a verdict learnt as the message's words would feed itself);
+# an upstream SpamAssassin's fields are part of the message.
+OWN_CHECKER = re.compile(rb"^X-Spam-Checker-Version[ \t]*:[ \t]*spamnb\b", re.I | re.M)
 
 
 def spamassassin_tests(verdict: str) -> str:

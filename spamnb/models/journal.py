@@ -35,6 +35,11 @@ from spamnb.models import trust
 from spamnb.models.modelfile import ModelError
 from spamnb.models.npzview import identity  # noqa: F401 - the journal's key, read by its users here
 
+# `typing` and `collections.abc` are off the one-message pipe's start-up: names for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 MAGIC = b"SPAMNBJ1"
 HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two
 REC = struct.Struct("<4sII")  # b"JREC", payload length, CRC of the payload
@@ -188,6 +193,36 @@ class Journal:
         if entry.score is not None and entry.after is not None:
             self.history.append((entry.score, entry.after))
         self.entries += 1
+
+    # What every reader of the model (store.load's arrays, the pipe's OneModel) takes its
+    # counts from: the model's, the journal's changes added by `applied`.
+
+    def now(self, names: list[str], bases: Iterable[list[int] | None]) -> tuple[list[list[int]], set[str]]:
+        """The counts (tf ham, tf spam, df ham, df spam) of the journal's tokens `names`, from
+        `bases`, theirs in the model (None: a token it lacks); and those that went below zero."""
+        out, clamped, tokens = [], set(), self.tokens
+        for name, base in zip(names, bases, strict=True):
+            counts, below = applied(base or [0, 0, 0, 0], tokens[name])
+            out.append(counts)
+            if below:
+                clamped.add(name)
+        return out, clamped
+
+    def docs_now(self, base: list[int]) -> list[int]:
+        """Messages per class, the model's `base` and the journal's."""
+        return applied(base, self.docs)[0]
+
+    def moments_now(self, base: list[list[list[int]]]) -> list[list[list[int]]]:
+        """The numeric features' moments, the model's `base` and the journal's."""
+        return [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(base, self.moments, strict=True)]
+
+    def learnt_into(self, learnt: dict[bytes, int]) -> None:
+        """The model's digests (`learnt`, changed in place) as the journal left them."""
+        for digest, cls in self.learnt.items():
+            if cls is None:
+                learnt.pop(digest, None)
+            else:
+                learnt[digest] = cls
 
 
 def applied(base: list[int], change: list[int]) -> tuple[list[int], bool]:

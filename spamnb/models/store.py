@@ -151,27 +151,37 @@ def write_npz(out: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
 
 
 def load(path: str, growable: bool = False, scoring_only: bool = False, data: bytes | None = None) -> Model:
-    """Read and validate a model file.
+    """Read and validate a model file, its journal's changes added.
 
     Without `growable` the vocabulary stays a sorted blob (fast to open, for scoring);
     with it the vocabulary becomes a dictionary that training can extend.  With
     `scoring_only` the file is mapped, not read: counts are read-only views, the
     learnt digests are left unread, and the model cannot be saved (the pipe path).
     Either way every header is checked before any data is read (see modelcheck).
+    A plain file (what `save` writes) is read one way, by `npzview`, as the pipe reads it,
+    numpy's arrays viewing its members (`of_members`); only a zip of another kind
+    (compressed members, ZIP64) goes to zipfile (`read_arrays`).
     `data`: the file's bytes, read already (the pipe's, npzview.NotPlain.data): nothing
     is mapped, so nothing is lost to a file cut short meanwhile.
     """
     members = validated(path) if data is None else None
-    checked = members is not None
-    if scoring_only and not growable and members is not None:
-        try:
-            mapped = load_mapped(path, members)
-        except ModelError:
-            raise
-        except Exception:  # noqa: BLE001 - anything unusual: the full loader decides (and names the error)
-            mapped = None
-        if mapped is not None:
-            return mapped
+    if members is not None:
+        mm, a = members
+        changes = journal.read(path, journal.identity(mm))
+        # The mapped loader views the counts where they lie; a journal's changes go to copies.
+        # Signed counts (no file spamnb writes has them) and an old file without offsets are copied too.
+        mapped = scoring_only and not growable and not changes and "offsets" in a and all(a[k].kind == "u" for k in ("tf", "df", "weighted") if k in a)
+        model = of_members(path, members, mapped)
+    else:
+        model, changes = read_foreign(path, data)
+    if growable:
+        model.growable()
+    return with_journal(model, changes)
+
+
+def read_foreign(path: str, data: bytes | None) -> tuple[Model, journal.Journal]:
+    """The model in a zip that `npzview` does not read (compressed members, ZIP64), by zipfile,
+    and its journal."""
     import zipfile  # off the pipe's start-up (see zip_directory)
 
     try:
@@ -185,7 +195,7 @@ def load(path: str, growable: bool = False, scoring_only: bool = False, data: by
         raise ModelError(f"{path}: not a readable spamnb model ({type(err).__name__}: {err})") from err
     except OSError as err:
         raise ModelError(f"{path}: cannot read the model ({err.strerror or err})") from err
-    return with_journal(from_arrays(arrays, path, growable, checked), path, ident)
+    return from_arrays(arrays, path, growable=False), journal.read(path, ident)
 
 
 def validated(path: str) -> Members | None:
@@ -212,30 +222,27 @@ def file_identity(file: BinaryIO) -> bytes:
         return b""
 
 
-def with_journal(model: Model, path: str, ident: bytes) -> Model:
-    """The model with the changes of its journal (spamnb.models.journal) added: counts of the
-    tokens it learnt or forgot (new ones join the vocabulary), messages, digests."""
-    changes = journal.read(path, ident)
+def with_journal(model: Model, changes: journal.Journal) -> Model:
+    """The model with the changes of its journal (spamnb.models.journal) added by the rule
+    every reader applies them by (`journal.Journal.now`, as the pipe's OneModel): counts of
+    the tokens it learnt or forgot (new ones join the vocabulary), messages, moments, digests."""
     if not changes:
         return model
     vocab = model.learnable()
-    cols = np.asarray(vocab.grow(list(changes.tokens)), dtype=np.int64)
+    names = list(changes.tokens)
+    cols = np.asarray(vocab.grow(names), dtype=np.int64)
     counts = model.counts
     counts.grow(len(vocab))
     if cols.size:
         base = np.concatenate([counts.tf[:, cols], counts.df[:, cols]]).T.tolist()  # per token: tf ham, tf spam, df ham, df spam
-        now = np.array([journal.applied(b, c)[0] for b, c in zip(base, changes.tokens.values(), strict=True)], dtype=np.int64).T
+        now = np.array(changes.now(names, base)[0], dtype=np.int64).T
         counts.tf[:, cols], counts.df[:, cols] = now[:2], now[2:]
-    counts.docs = np.array(journal.applied(counts.docs.tolist(), changes.docs)[0], dtype=np.int64)
-    model.moments = model.moments + np.array(changes.moments, dtype=np.int64)
+    counts.docs = np.array(changes.docs_now(counts.docs.tolist()), dtype=np.int64)
+    model.moments = np.array(changes.moments_now(model.moments.tolist()), dtype=np.int64)
+    changes.learnt_into(model.learnt)
     model.history = calibration.trimmed(model.history + changes.history)
-    if changes.fitted is not None:
+    if changes.fitted is not None:  # a learn's refit (spamnb.models.calibration)
         model.scoring = model.scoring.replace(calibration=changes.fitted.calibration, spam_floor=changes.fitted.spam_floor)
-    for digest, cls in changes.learnt.items():
-        if cls is None:
-            model.learnt.pop(digest, None)
-        else:
-            model.learnt[digest] = cls
     return model
 
 
@@ -334,30 +341,43 @@ def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
 
 def from_arrays(a: dict[str, np.ndarray], path: str, growable: bool, checked: bool = False) -> Model:
     """The model of arrays whose headers were checked (modelcheck.check_headers), and,
-    unless `checked` (`validated`), their values now (`trust.check_values`)."""
+    unless `checked`, their values now (`trust.check_values`)."""
     try:
-        blob = a["tokens"].tobytes()
         if not checked:
             trust.check_values(trust.of_numpy(a))
-        vocab = SortedTokens(blob, a.get("offsets"))
-        if len(vocab) != a["tf"].shape[1]:
-            raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
-        learnt, learnt_class = a["learnt"], a["learnt_class"]
         scoring = Scoring.from_json(str(a["scoring"][()]))
-        model = Model(
-            tokens=TokenSettings.from_json(str(a["settings"][()])),
-            scoring=scoring,
-            vocab=vocab,
-            counts=counts_of(a, scoring, np.int64),
-            learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
-            moments=saved_moments(a, scoring),
-            history=trust.history_of(trust.of_numpy({k: a[k] for k in ("history", "history_class") if k in a})) if "history" in a or "history_class" in a else [],
-        )
+        model = copied(a, TokenSettings.from_json(str(a["settings"][()])), scoring)
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
     if growable:
         model.growable()
     return model
+
+
+def copied(a: dict[str, np.ndarray], tokens: TokenSettings, scoring: Scoring) -> Model:
+    """The model of checked arrays, all it keeps copied out of them (counts widened to int64):
+    nothing refers to the file's map after.  ValueError for arrays that do not agree."""
+    offsets = np.array(a["offsets"]) if "offsets" in a else None
+    vocab = SortedTokens(a["tokens"].tobytes(), offsets)
+    if len(vocab) != a["tf"].shape[1]:
+        raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
+    learnt, learnt_class = a["learnt"], a["learnt_class"]
+    return Model(
+        tokens=tokens,
+        scoring=scoring,
+        vocab=vocab,
+        counts=counts_of(a, scoring, np.int64),
+        learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
+        moments=saved_moments(a, scoring),
+        history=saved_history(a),
+    )
+
+
+def saved_history(a: dict[str, np.ndarray]) -> list[tuple[float, int]]:
+    """The calibration's history (spamnb.models.calibration); a model without one (version 7): empty."""
+    if "history" not in a and "history_class" not in a:
+        return []
+    return trust.history_of(trust.of_numpy({k: a[k] for k in ("history", "history_class") if k in a}))
 
 
 def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
@@ -390,36 +410,45 @@ def describe(err: BaseException) -> str:
     return str(err)
 
 
-def load_mapped(path: str, members: Members | None = None) -> Model | None:
-    """The model for scoring, from the members of a file that passed `validated` (read
-    here when not given): the one reader without numpy (`npzview`), its arrays viewed by
-    numpy where they lie.  None when the file is not plain.
-
-    The token blob, offsets and counts stay in the page cache and are touched only where a
-    lookup goes.  Anything unexpected (a compressed member, an old file without offsets,
-    signed counts, a journal to add) returns None for the full loader.
-    """
-    members = members if members is not None else validated(path)
-    if members is None:
-        return None
+def of_members(path: str, members: Members, mapped: bool) -> Model:
+    """The model of a plain file's members (`validated`), numpy's arrays viewing them where
+    they lie: with `mapped`, for scoring only, the token blob, offsets and counts stay in the
+    page cache and are touched only where a lookup goes; else what the model keeps is copied
+    (counts widened to int64), and nothing holds the file's map after."""
     mm, a = members
-    if journal.read(path, journal.identity(mm)):
-        return None  # the full loader adds the journal's changes to copies of the counts
-    if "offsets" not in a or any(a[k].kind != "u" for k in ("tf", "df", "weighted") if k in a):
-        return None  # signed counts: the full loader checks every one
     try:
-        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta") if k in a}
+        headers = {k: header_of(member) for k, member in a.items() if k != "weighted_totals"}
+        modelcheck.check_headers(headers)
+    except ValueError as err:
+        raise ModelError(f"{path}: damaged spamnb model ({err})") from err
+    try:
+        modelcheck.check_budget(headers, len(mm))
+    except ValueError as err:
+        raise ModelError(f"{path}: not a spamnb model ({err})") from err
+    try:
+        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class", "history", "history_class") if k in a}
         scoring = Scoring.from_json(a["scoring"].text())
+        tokens = TokenSettings.from_json(a["settings"].text())
+        if not mapped:
+            return copied({**arrays, "tokens": numpy_view(mm, a["tokens"])}, tokens, scoring)
         return Model(
-            tokens=TokenSettings.from_json(a["settings"].text()),
+            tokens=tokens,
             scoring=scoring,
-            vocab=SortedTokens(mm, arrays["offsets"], base=a["tokens"].offset, size=a["tokens"].shape[0]),  # type: ignore[arg-type]
+            vocab=SortedTokens(mm, arrays.get("offsets"), base=a["tokens"].offset, size=a["tokens"].shape[0]),  # type: ignore[arg-type]
             counts=counts_of(arrays, scoring),
             scoring_only=True,
             moments=saved_moments(arrays, scoring),
         )
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise ModelError(f"{path}: damaged spamnb model ({describe(err)})") from err
+
+
+def header_of(member: npzview.Array) -> modelcheck.Header:
+    """A member's `.npy` header as modelcheck takes it (npzview checked its size already)."""
+    order = "<" if member.little else ">"
+    dtype = np.dtype(f"{order}U{member.itemsize // 4}" if member.kind == "U" else f"{order}{member.kind}{member.itemsize}")
+    nbytes = member.count * dtype.itemsize
+    return modelcheck.Header(member.shape, dtype, member.fortran, 0, nbytes)
 
 
 def numpy_view(mm: mmap.mmap | bytes, member: npzview.Array) -> np.ndarray:

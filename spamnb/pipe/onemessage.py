@@ -103,7 +103,7 @@ class OneModel:
         if fitted is not None and scoring is None:  # a learn's refit (spamnb.models.calibration)
             self.scoring = self.scoring.replace(calibration=fitted.calibration, spam_floor=fitted.spam_floor)
         self.base_docs = self.docs
-        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
+        self.docs = self.journal.docs_now(self.base_docs)
         self.n_features = n
         self._gaussians: meta.Gaussians | None = None
         self._linear: VocabularySums | None = None
@@ -194,11 +194,9 @@ class OneModel:
         return [[tf.at(HAM, col), tf.at(SPAM, col), df.at(HAM, col), df.at(SPAM, col)] if col >= 0 else None for col in cols]
 
     def _update_now(self, names: list[str]) -> None:
-        changes, now = self.journal.tokens, self._now
-        for name, base in zip(names, self.base_counts(names), strict=True):
-            now[name], clamped = journal.applied(base or [0, 0, 0, 0], changes[name])
-            if clamped:
-                self._clamped.add(name)
+        counts, clamped = self.journal.now(names, self.base_counts(names))
+        self._now.update(zip(names, counts, strict=True))
+        self._clamped |= clamped
 
     def counts_of(self, names: list[str]) -> list[list[int] | None]:
         """Each token's counts (tf ham, tf spam, df ham, df spam), the journal's added;
@@ -261,8 +259,7 @@ class OneModel:
     def log_ratio(self, numeric: list[int]) -> float:
         """The numeric features' log-ratio (spamnb.bayes.meta), unweighted, the journal's moments added."""
         if self._gaussians is None:
-            moments = [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(self.base_moments, self.journal.moments, strict=True)]
-            self._gaussians = meta.Gaussians(self.scoring.meta, moments)
+            self._gaussians = meta.Gaussians(self.scoring.meta, self.journal.moments_now(self.base_moments))
         return self._gaussians.log_ratio(numeric)
 
     def learn(self, entry: journal.Entry) -> None:
@@ -287,7 +284,7 @@ class OneModel:
                     counts = now[name]
                     counts[cls] += k
                     counts[2 + cls] += 1
-        self.docs = journal.applied(self.base_docs, self.journal.docs)[0]
+        self.docs = self.journal.docs_now(self.base_docs)
         if self._linear is not None:
             self._linear.update(before, self.counts_of(names))
 

@@ -102,7 +102,6 @@ def tell(request: protocol.Request, data: bytes, path: str, settings: Settings) 
     as `spamnb train --spam|--ham [--forget] -` does; DidSet/DidRemove say whether anything changed."""
     if not settings.allow_tell:
         raise protocol.ProtocolError("TELL commands are not enabled (serve --allow-tell)", protocol.EX_UNAVAILABLE)
-    data = headers.unverdicted(data)  # spamc -L is often given the message as PROCESS stamped it
     if request.remove_local:
         outcome = learnone.learn_data(path, data, None, settings.tell_wait)
         return protocol.tell_reply(False, outcome == "forgotten")
