@@ -35,6 +35,23 @@ def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
     return alpha, (scoring.tf, bool(scoring.idf), scoring.length_norm)
 
 
+# One tokeniser per settings in a process: its memo of header fields outlives a model that
+# a model of the same settings replaces (a resident server's switch), instead of filling
+# again beside the old one's until the collector frees that (a cycle: its bound `words`).
+_TOKENIZERS: dict[TokenSettings, Tokenizer] = {}
+TOKENIZERS_KEPT = 16
+
+
+def tokenizer_for(settings: TokenSettings) -> Tokenizer:
+    """The process's tokeniser of these settings."""
+    found = _TOKENIZERS.get(settings)
+    if found is None:
+        if len(_TOKENIZERS) >= TOKENIZERS_KEPT:
+            _TOKENIZERS.clear()
+        found = _TOKENIZERS[settings] = Tokenizer(settings)
+    return found
+
+
 class Counts2:
     """A (2, V) count array as stored, indexed [class][column] through `at`."""
 
@@ -131,7 +148,7 @@ class OneModel:
 
     def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
-            self._tokenizer = Tokenizer(self.tokens)
+            self._tokenizer = tokenizer_for(self.tokens)
         return self._tokenizer
 
     def make_resident(self) -> None:
@@ -359,15 +376,13 @@ def open_model(path: str, resident: bool = False, hold: bool = False) -> OneMode
     """The model at `path` opened for scoring single messages; `resident`: for many of them
     (`OneModel.make_resident`), read whole; `hold`: see npzview.open_members.  A model file that is a zip of
     another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
-    from spamnb.text.tokens import Tokenizer
-
     try:
         model = OneModel(path, hold, whole=resident)
     except npzview.NotPlain as err:
         from spamnb.models import store
 
         full = store.load(path, scoring_only=True, data=err.data)
-        return Loaded(full, Tokenizer(full.tokens))
+        return Loaded(full, tokenizer_for(full.tokens))
     if resident:
         model.make_resident()
     return model
