@@ -14,7 +14,7 @@ from collections import Counter, namedtuple
 from spamnb.bayes import formulas, meta
 from spamnb.bayes.formulas import HAM, SPAM
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
-from spamnb.models import journal, npzview, trust
+from spamnb.models import calibration, journal, npzview, trust
 from spamnb.models.modelfile import ModelError
 from spamnb.models.scoring import Scoring
 from spamnb.text.tokens import Tokenizer, TokenSettings
@@ -104,6 +104,7 @@ class OneModel:
             self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
             trust.check_moments_saved(self.scoring.meta, "meta" in a)
             self.base_moments = trust.moments_lists(a["meta"]) if "meta" in a else meta.empty_moments()
+            self._history = (a["history"], a["history_class"]) if "history" in a else None  # trust.validate checked them
         except ModelError:
             raise
         except RecursionError as err:
@@ -115,6 +116,9 @@ class OneModel:
         self.journal = journal.read(path, self.identity)
         if self.weighted is not None and self.journal:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
+        fitted = self.journal.fitted
+        if fitted is not None and scoring is None:  # a learn's refit (spamnb.models.calibration)
+            self.scoring = self.scoring.replace(calibration=fitted.calibration, spam_floor=fitted.spam_floor)
         self.base_docs = self.docs
         self.docs = self.journal.docs_now(self.base_docs)
         self.n_features = n
@@ -132,6 +136,11 @@ class OneModel:
         self._only_journal = not self.n_features and not self._clamped
         if self._only_journal:
             self._now = {}
+
+    def history(self) -> list[tuple[float, int]]:
+        """The calibration's history (spamnb.models.calibration): the model file's scores, then its journal's."""
+        base = list(zip(self._history[0].items(), self._history[1].items(), strict=True)) if self._history is not None else []
+        return calibration.trimmed(base + self.journal.history)
 
     def now(self) -> dict[str, list[int]]:
         """The journal's tokens' counts, the model's and the journal's together."""
