@@ -83,7 +83,7 @@ accuracy: install
 
 # The small-data gate: each of the 5 folds learns only 300 messages (a new user's first
 # week, as ../shared/bench/peers.py --train-size=300 samples them).  Measured 2026-12-02
-# with the ham-loss floor (model.HAM_LOSS): AUC 0.998222, precision 0.99751 (3 ham
+# with the ham-loss floor (calibration.HAM_LOSS): AUC 0.998222, precision 0.99751 (3 ham
 # flagged; 6 without the floor), recall 0.63449 (0.78165 without).
 small-data: install
 	@if [ -f $(SA_INDEX) ]; then \

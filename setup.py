@@ -1,6 +1,6 @@
 """The compiled part of spamnb, all of it optional.
 
-- spamnb/text/_ctokens.c: the tokeniser's word scanner, in C.
+- spamnb/text/_ctokens.c: the tokeniser's word scanner and tag cutter, in C.
 - The tokeniser, the MIME reader and the header rules (COMPILED), compiled by Cython from
   their own Python source as it is: one source, run interpreted where nothing was built
   (or with SPAMNB_PURE set, see spamnb.compiled) and compiled otherwise.

@@ -6,9 +6,10 @@ Imports spamnb from --build (make fuzz builds every extension of setup.py there 
 tokeniser, MIME reader and header rules compiled by Cython.  What they make of each input
 is compared with what their Python source makes of it in a process of its own
 (tests.interpreted, SPAMNB_PURE=1), on:
-  generated texts: letters of many scripts, joiners, NULs, surrogates, CJK, white space
-    and lines up to 1 MiB, with random length bounds, stopwords and case: their words;
-    and the scanner's prefix, on the text as the tokeniser gives it to the scanner;
+  generated texts: letters of many scripts, joiners, NULs, surrogates, CJK, tags' `<` and
+    `>`, white space and lines up to 1 MiB, with random length bounds, stopwords and case:
+    their words; the scanner's prefix, on the text as the tokeniser gives it to the
+    scanner; and the tag cutter (tokens.CUT_TAGS) against the pattern it stands for;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -35,6 +36,7 @@ PIECES = [
     "a", "Z", "q", "9", "0", "é", "ß", "İ", "\u0131", "Σ", "ς", "ǅ", "ﬁ", "٣", "²", "Ⅻ", "д", "Я", "ä", "\u00a0",
     "中", "文", "日本", "ｶ", "한", "'", ".", "-", "_", " ", "\t", "\n", "\r", "\x00", "\udcff", "\ud800",
     "\U0001f600", "\U00010400", "--", "..", "''", "http://x.example.com/", "=?utf-8?b?", "&amp;",
+    "<", ">", "<a href='x'>", "</p >",
 ]
 WORDS = ["the", "free", "money", "don't", "e-mail", "192.0.2.1", "example.com", "x" * 41, "y" * 200, "a.b-c'd"]
 BATCH = 500
@@ -58,7 +60,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
-    """Tokenizer.words compiled and interpreted; and the scanner's prefix, on the text as words gives it to the scanner."""
+    """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter."""
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -80,7 +82,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             kept = [w for w in found if not w.startswith("skip:")]
             prefix = rng.choice(["subject:", "x-\u00e9:", "\udcff:", "中:"])
             prefixed = tokens.SCANNER(prepared, options["min_len"], options["max_len"], stop if options["stopwords"] else None, prefix)
-            if got != want or prefixed != [prefix + w for w in kept] + found[len(kept) :]:
+            cut = tokens.CUT_TAGS(text) == tokens.TAG.sub(" ", text)
+            if got != want or prefixed != [prefix + w for w in kept] + found[len(kept) :] or not cut:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1
@@ -145,7 +148,7 @@ def main() -> int:
     from tests.test_hostile import HOSTILE
 
     built = [m.__name__ for m in (tokens, message, headers) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
-    if len(built) < 3 or tokens.SCANNER is None:
+    if len(built) < 3 or tokens.SCANNER is None or tokens.CUT_TAGS is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

@@ -17,7 +17,8 @@ def test_calibrated_needs_enough_of_both_classes():
     counts = nb.Counts(docs=np.array([3, 3]), tf=np.ones((2, 2), np.int64), df=np.ones((2, 2), np.int64))
     X = count_rows([[0], [1]], 2)
     s = Scoring()
-    assert classifier.calibrated(s, s.event_model(), counts, rows_of(X), np.array([0, 1])) is s
+    y = np.array([0, 1])
+    assert classifier.calibrated(s, *classifier.held_out_scores(s, counts, rows_of(X), y), y) is s
 
 
 @pytest.mark.parametrize("event", sorted(events.EVENT_MODELS))
@@ -136,5 +137,5 @@ def test_a_message_moved_within_one_run_is_calibrated_once_as_its_final_class(ev
     moved = report.moved
     assert moved > 50 and report.learnt > 100  # the sample corpus repeats a few messages
     [sample] = seen
-    assert sorted(int(cls) for *_, cls in sample) == [0] * (report.learnt - moved) + [1] * moved
+    assert sorted(int(s.cls) for s in sample) == [0] * (report.learnt - moved) + [1] * moved
     assert model.scoring.calibration != Scoring().calibration

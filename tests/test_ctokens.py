@@ -102,6 +102,27 @@ def test_a_prefix_goes_before_each_kept_word(text: str, prefix: str, stop: bool,
     assert tokens.SCANNER(text, lo, hi, stops, prefix) == [prefix + w for w in kept] + bare[len(kept) :]
 
 
+# Text of tags half made: openers and closers alone, doubled, around characters of every kind.
+TAGGED = st.lists(st.one_of(st.sampled_from(["<", ">", "<a href='x'>", "</p >", "<<", ">>", "<>", "é", "中", "\U0001f600", "\udcff", " "]), st.text(ANY_CHAR, max_size=3)), max_size=60).map("".join)
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(TEXT, TAGGED))
+@example("<p>a < b > c <<i>> d</p")
+@example("<b title='\U0001f600'>x")  # the text left is of a smaller kind than the page
+def test_tags_are_cut_as_the_pattern_cuts_them(text: str) -> None:
+    """tokens.CUT_TAGS (C) against TAG.sub: equal strs are of the same kind, so a result not in
+    the smallest kind that holds it would differ here too."""
+    assert tokens.CUT_TAGS(text) == tokens.TAG.sub(" ", text)
+
+
+@needs_scanner
+def test_the_tag_cutter_takes_a_str_only() -> None:
+    with pytest.raises(TypeError):
+        tokens.CUT_TAGS(b"<a>bytes")
+
+
 MIME_PIECES = st.sampled_from(
     [
         b"Subject: ",

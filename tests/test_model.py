@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from spamnb.models import scoring
-from spamnb.models.model import HAM_LOSS, Scoring, fit_platt, ham_loss_floor, probabilities
+from spamnb.models.calibration import HAM_LOSS, fit_platt, ham_loss_floor
+from spamnb.models.model import Scoring, probabilities
 
 
 def test_platt_fit_recovers_a_known_calibration():
@@ -21,7 +22,7 @@ def test_platt_fit_recovers_a_known_calibration():
 def test_platt_fit_is_set_by_the_messages_near_the_cut_off():
     """Log-odds spread far apart (as Fisher's are, +-80) with the labels from sigmoid(z - 1):
     plain Platt's smoothed targets let the surest messages, and one ham far on the spam side,
-    flatten the curve; with each message's pull bounded (model.OUTLIER_SHARE) it stays."""
+    flatten the curve; with each message's pull bounded (calibration.OUTLIER_SHARE) it stays."""
     rng = np.random.default_rng(1)
     z = np.concatenate([rng.normal(-30, 15, 4000), rng.normal(30, 15, 2000)])
     y = rng.random(len(z)) < probabilities(z - 1.0)
@@ -48,10 +49,15 @@ def test_scoring_calibration_round_trips_and_maps_log_odds():
 
 def expected_ham_flagged(z: np.ndarray, positive: np.ndarray, calibration: tuple[float, float], floor: float) -> float:
     """The ham the held-out messages above `floor` are expected to hold (ham_loss_floor's estimate)."""
-    a, b = calibration
-    p = probabilities(a * z + b)
+    p = calibrated(z, calibration)
     noise = 0.5 / (len(z) + 1)
     return float((noise + (1 - 2 * noise) * (1 - p))[p > floor].sum())
+
+
+def calibrated(z: np.ndarray, calibration: tuple[float, float]) -> np.ndarray:
+    """P(spam) of each log-odds as the fit computes it (scoring.probability)."""
+    a, b = calibration
+    return np.array([scoring.probability(a * v + b) for v in z.tolist()])
 
 
 def scores(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,8 +73,7 @@ def test_ham_loss_floor_flags_as_many_as_the_budget_allows(n: int) -> None:
     budget = HAM_LOSS * int((~positive).sum())
     assert expected_ham_flagged(z, positive, calibration, floor) <= budget
     # The next message down (the one at the floor) would have broken the budget.
-    p = probabilities(calibration[0] * z + calibration[1])
-    assert floor in p
+    assert floor in calibrated(z, calibration)
     assert expected_ham_flagged(z, positive, calibration, np.nextafter(floor, 0.0)) > budget
 
 

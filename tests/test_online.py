@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from spamnb.run import classifier, metrics, online
 from spamnb.run.classifier import Scored
 from spamnb.text.tokens import TokenSettings
 from tests.conftest import run_cli
+from tests.test_pipe import SPAMNB, verdict_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_INDEX = ROOT / "sample_corpus" / "index"
@@ -118,3 +120,33 @@ def test_eval_online_on_the_command_line(shuffled: Path) -> None:
     for bad in (["--train-on-error"], ["--online", "--folds", "3"], ["--online", "--train-size", "20"]):
         refused = run_cli("-q", "eval", "--index", shuffled, *bad)
         assert refused.exit_code == 2 and refused.stderr.count("\n") == 1, refused.output
+
+
+def test_a_piped_user_gets_what_eval_online_measures(shuffled: Path, tmp_path: Path) -> None:
+    """One learn plan: `spamnb train` on the first 60 messages, then each later one through
+    `classify --pipe` and `train --spam|--ham -` (the console script, as a mail reader's
+    keys run it) gives the verdicts `eval --online` gives from the same trained model; the
+    calibration is refitted when the history reaches 100 scores (60 held out by train, 40
+    learnt one at a time), not before, and the journal's folds keep it."""
+    items = list(read_index(str(shuffled)))
+    first = tmp_path / "first"
+    first.write_text("".join(f"{m.label} {m.id}\n" for m in items[:60]))
+    model = tmp_path / "model.npz"
+    assert subprocess.run([SPAMNB, "-q", "train", "-m", model, "--index", first], capture_output=True).returncode == 0
+    start = tmp_path / "start.npz"
+    start.write_bytes(model.read_bytes())
+    trained = store.load(str(start))
+    assert len(trained.history) == 60
+    verdicts, fits = [], []
+    for m in items[60:]:
+        piped = subprocess.run([SPAMNB, "classify", "-m", model, "--pipe"], input=m.data, capture_output=True)
+        verdicts.append(verdict_of(piped.stdout)[0])
+        learnt = subprocess.run([SPAMNB, "-q", "train", "-m", model, f"--{m.label}", "-"], input=m.data, capture_output=True)
+        assert learnt.returncode == 0, learnt.stderr
+        fits.append(store.load(str(model)).scoring)
+    result = online.evaluate(items[60:], str(start), trained.tokens, trained.scoring)
+    assert [s.verdict for s in result.scored] == verdicts
+    assert all(f == trained.scoring for f in fits[:39])
+    assert fits[39].calibration != trained.scoring.calibration and fits[39].spam_cutoff == trained.scoring.spam_cutoff
+    assert all(f == fits[39] for f in fits[40:])
+    assert len(store.load(str(model)).history) == 110

@@ -17,6 +17,7 @@ from spamnb.mail.sources import Message
 from spamnb.models import lock, modelfile, npzview, store
 from spamnb.models.model import Model, Scoring
 from spamnb.models.modelfile import ModelError
+from spamnb.pipe import onemessage
 from spamnb.run import classifier
 from spamnb.text.tokens import TokenSettings
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, labelled_messages, make_mail
@@ -36,10 +37,10 @@ def arrays_of(path: str) -> dict[str, np.ndarray]:
         return {k: npz[k] for k in npz.files}
 
 
-def assert_same_file_contents(a: str, b: str) -> None:
+def assert_same_file_contents(a: str, b: str, but: tuple[str, ...] = ()) -> None:
     left, right = arrays_of(a), arrays_of(b)
     assert left.keys() == right.keys()
-    for key in left:
+    for key in set(left) - set(but):
         np.testing.assert_array_equal(left[key], right[key], err_msg=key)
 
 
@@ -85,7 +86,9 @@ def test_training_in_two_sittings_through_the_file_equals_training_once(tmp_path
     twice = str(tmp_path / "twice.npz")
     store.save(train(first), twice)
     store.save(train(second, store.load(twice, growable=True)), twice)
-    assert_same_file_contents(once, twice)
+    # The calibration's history holds each message's held-out score, by the model of its sitting.
+    assert_same_file_contents(once, twice, but=("history",))
+    assert len(arrays_of(once)["history"]) == len(arrays_of(twice)["history"]) == 32
 
 
 def test_learning_again_is_a_no_op_and_forgetting_restores(tmp_path: Path) -> None:
@@ -116,7 +119,7 @@ def test_save_is_atomic_and_leaves_no_temporary_files(saved: tuple[Model, str], 
     store.save(model, path)  # over an existing file
     assert sorted(os.listdir(tmp_path)) == ["model.npz"]
     with zipfile.ZipFile(path) as z:
-        assert sorted(z.namelist()) == sorted(f"{k}.npy" for k in (*store.REQUIRED, "offsets"))
+        assert sorted(z.namelist()) == sorted(f"{k}.npy" for k in (*store.REQUIRED, "offsets", "history", "history_class"))
 
 
 def test_save_refuses_object_arrays_and_keeps_the_old_file(saved: tuple[Model, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,3 +307,16 @@ def test_a_damaged_directory_is_a_model_error_or_a_model(saved: tuple[Model, str
     bad.write_bytes(bytes(data[: len(data) - cut % 50]))
     with contextlib.suppress(ModelError):
         store.load(str(bad), scoring_only=True)
+
+
+def test_a_version_7_model_reads_with_an_empty_calibration_history(saved: tuple[Model, str]) -> None:
+    model, path = saved
+    arrays = {k: v for k, v in store.to_arrays(model).items() if not k.startswith("history")}
+    arrays["version"] = np.array(7)
+    with open(path, "wb") as out:
+        store.write_npz(out, arrays)
+    old = store.load(path)
+    assert old.history == [] and old.scoring == model.scoring
+    assert onemessage.OneModel(path).history() == []
+    store.save(old, path)
+    assert int(arrays_of(path)["version"]) == store.VERSION == 8

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spamnb.bayes import meta, nb
-from spamnb.models.model import HAM_LOSS, Explanation, Model, Scored, Scoring
+from spamnb.models.calibration import HAM_LOSS
+from spamnb.models.model import Explanation, Model, Scored, Scoring
 from spamnb.run.metrics import Report
 from spamnb.text.tokens import FEATURE_SCALE
 
@@ -287,7 +288,7 @@ def file_facts(path: str) -> dict[str, Any]:
 
 def verdict_summary(model: Model) -> dict[str, Any]:
     """Where the cut-offs fall in log-odds, whether a calibration was fitted at all, and
-    whether the ham-loss floor (model.ham_loss_floor) is what sets the spam verdict."""
+    whether the ham-loss floor (calibration.ham_loss_floor) is what sets the spam verdict."""
     scoring = model.scoring
 
     def finite(x: float) -> float | None:

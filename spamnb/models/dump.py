@@ -8,7 +8,9 @@ The dump is of the model as every command sees it, its journal's changes include
 
   line 1      a JSON object: format, version, the tokeniser settings, the scoring, the
               messages learnt per class, the numbers of token and digest lines, the token
-              lines' columns, and the numeric features' moments (with --meta)
+              lines' columns, the numeric features' moments (with --meta), and the
+              calibration's history, [log-odds, class] pairs (spamnb.models.calibration;
+              a dump without it restores an empty one)
   then        one line per token, in the model's (sorted) order: the token, then its
               counts, tab-separated (`tf_ham tf_spam df_ham df_spam`, and the weighted
               sums where the scoring weights); in a token `\\`, tab and CR are escaped
@@ -62,6 +64,8 @@ def dump(model: Model, out: BinaryIO) -> None:
     }
     if "meta" in arrays:
         head["meta"] = arrays["meta"].tolist()
+    if model.history:
+        head["history"] = [[s, c] for s, c in model.history]
     out.write(json.dumps(head, sort_keys=True).encode() + b"\n")
     for token, counts in zip(tokens, per_token.tolist(), strict=True):
         out.write(b"\t".join([ESCAPED.sub(lambda m: ESCAPES[m.group()], token), *(str(c).encode() for c in counts)]) + b"\n")
@@ -130,6 +134,15 @@ def restore(stream: BinaryIO, name: str) -> Model:
             raise ModelError(f"{name}: not a spamnb dump (the numeric features' moments: {err})") from err
         if arrays["meta"].ndim != 3:
             raise ModelError(f"{name}: not a spamnb dump (the numeric features' moments are not (2, W, W))")
+    if "history" in head:
+        try:
+            pairs = [(float(s), int(c)) for s, c in head["history"]]
+            if any(c not in (0, 1) for _, c in pairs):
+                raise ValueError("a class other than 0 (ham) or 1 (spam)")
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ModelError(f"{name}: not a spamnb dump (the calibration's history: {err})") from err
+        arrays["history"] = np.array([s for s, _ in pairs], dtype=np.float64)
+        arrays["history_class"] = np.array([c for _, c in pairs], dtype=np.uint8)
     return store.from_arrays(arrays, name, growable=False)
 
 

@@ -10,8 +10,11 @@ model atomically and removes the journal; a learn that grows the journal past
 
 File: a header (`MAGIC`, the identity of the model it applies to, a CRC of both),
 then records (`REC`, payload length, CRC of the payload; the payload one line
-`DIGEST BEFORE AFTER [FEATURES]` then `COUNT TOKEN` lines; FEATURES, the message's
-numeric features joined by commas, where the model scores them: spamnb.bayes.meta).  The identity is a checksum of the
+`DIGEST BEFORE AFTER [FEATURES] [s=SCORE]` then `COUNT TOKEN` lines; FEATURES, the message's
+numeric features joined by commas, where the model scores them: spamnb.bayes.meta; SCORE,
+a message learnt anew, its log-odds before it was learnt, for the calibration's history:
+spamnb.models.calibration), or a scoring record, one line `scoring A B FLOOR`: the
+calibration and ham-loss floor refitted by a learn, which readers use instead of the model's.  The identity is a checksum of the
 model's zip directory, which holds every member's CRC: once the model is rewritten
 (a fold), the old journal no longer applies and is ignored, so a reader between the
 fold's rename and the journal's removal never counts a message twice.  A record cut
@@ -22,6 +25,7 @@ Nothing here imports numpy.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import struct
 import zlib
@@ -56,17 +60,23 @@ def journal_path(model_path: str) -> str:
 
 class Entry:
     """One learn: the message's digest, its class before and after (None: not learnt),
-    its distinct tokens with their counts, and its numeric features (None: not scored)."""
+    its distinct tokens with their counts, its numeric features (None: not scored), and
+    `score`: its log-odds before this learn (0 while the model lacked a class), where it is
+    learnt anew (None otherwise), a held-out score for the calibration's history."""
 
-    __slots__ = ("after", "before", "digest", "numeric", "tokens")
+    __slots__ = ("after", "before", "digest", "numeric", "score", "tokens")
 
-    def __init__(self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None = None) -> None:
-        self.digest, self.before, self.after, self.tokens, self.numeric = digest, before, after, tokens, numeric
+    def __init__(
+        self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None = None, score: float | None = None
+    ) -> None:
+        self.digest, self.before, self.after, self.tokens, self.numeric, self.score = digest, before, after, tokens, numeric, score
 
     def payload(self) -> bytes:
         first = b"%s %s %s" % (self.digest.hex().encode(), CLASS_CODES[self.before], CLASS_CODES[self.after])
         if self.numeric is not None:
             first += b" " + b",".join(b"%d" % v for v in self.numeric)
+        if self.score is not None:
+            first += b" s=" + repr(self.score).encode()
         lines = [first, *(b"%d %s" % (n, t.encode("utf-8", "surrogatepass")) for t, n in self.tokens.items())]
         return b"\n".join(lines)
 
@@ -74,6 +84,11 @@ class Entry:
     def parse(cls, payload: bytes) -> Entry:
         first, *rest = payload.split(b"\n")
         digest, before, after, *numbers = first.split(b" ")
+        score = None
+        if numbers and numbers[-1].startswith(b"s="):
+            score = float(numbers.pop()[2:])
+            if not math.isfinite(score):
+                raise ValueError("a score that is not a number")
         numeric = [int(v) for v in numbers[0].split(b",")] if numbers else None
         if numeric is not None and max(map(abs, numeric)) > trust.MAX_COUNT:
             raise ValueError("numeric features out of range")
@@ -85,10 +100,33 @@ class Entry:
             tokens[token.decode("utf-8", "surrogatepass")] = int(count)
         if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or not 1 <= min(tokens.values(), default=1) <= max(tokens.values(), default=1) <= trust.MAX_COUNT:
             raise ValueError("a record of the wrong form")
-        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric)
+        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric, score)
 
     def changes(self) -> list[tuple[int, int]]:
         return changes(self.before, self.after)
+
+
+SCORING_TAG = b"scoring "
+
+
+class Fitted:
+    """A scoring record: the calibration (a, b) and ham-loss floor a learn refitted."""
+
+    __slots__ = ("calibration", "spam_floor")
+
+    def __init__(self, calibration: tuple[float, float], spam_floor: float) -> None:
+        self.calibration, self.spam_floor = calibration, spam_floor
+
+    def payload(self) -> bytes:
+        a, b = self.calibration
+        return SCORING_TAG + b" ".join(repr(v).encode() for v in (a, b, self.spam_floor))
+
+    @classmethod
+    def parse(cls, payload: bytes) -> Fitted:
+        a, b, floor = (float(v) for v in payload[len(SCORING_TAG) :].split(b" "))
+        if not (math.isfinite(a) and a > 0 and math.isfinite(b) and 0.0 <= floor <= 1.0):
+            raise ValueError("a scoring record of the wrong form")
+        return cls((a, b), floor)
 
 
 def decided(before: int | None, cls: int, forget: bool) -> tuple[str, int | None]:
@@ -122,7 +160,8 @@ def changes(before: int | None, after: int | None) -> list[tuple[int, int]]:
 class Journal:
     """What a model's journal changes: `docs` per class, per token (tf ham, tf spam,
     df ham, df spam), the numeric features' `moments` (spamnb.bayes.meta), and per digest its
-    class now (None: forgotten)."""
+    class now (None: forgotten); `history`, the scores its learns carry ((log-odds, class),
+    in order), and `fitted`, its last scoring record (None: none)."""
 
     def __init__(self, path: str, size: int = 0) -> None:
         self.path, self.size, self.good_size = path, size, size
@@ -130,10 +169,12 @@ class Journal:
         self.moments = meta.empty_moments()
         self.tokens: dict[str, list[int]] = {}
         self.learnt: dict[bytes, int | None] = {}
+        self.history: list[tuple[float, int]] = []
+        self.fitted: Fitted | None = None
         self.entries = 0
 
     def __bool__(self) -> bool:
-        return self.entries > 0
+        return self.entries > 0 or self.fitted is not None
 
     def add(self, entry: Entry) -> None:
         tokens = self.tokens
@@ -149,6 +190,8 @@ class Journal:
                 delta[cls] += sign * n
                 delta[df] += sign
         self.learnt[entry.digest] = entry.after
+        if entry.score is not None and entry.after is not None:
+            self.history.append((entry.score, entry.after))
         self.entries += 1
 
     # What every reader of the model (store.load's arrays, the pipe's OneModel) takes its
@@ -266,7 +309,10 @@ def read(model_path: str, model_identity: bytes) -> Journal:
                 break  # the last record, its bytes not all there yet (see above)
             raise damaged(path, f"checksum of the record at byte {at}")
         try:
-            journal.add(Entry.parse(payload))
+            if payload.startswith(SCORING_TAG):
+                journal.fitted = Fitted.parse(payload)
+            else:
+                journal.add(Entry.parse(payload))
         except (ValueError, UnicodeDecodeError) as err:
             raise damaged(path, f"the record at byte {at}: {err}") from err
         at = end
@@ -274,7 +320,7 @@ def read(model_path: str, model_identity: bytes) -> Journal:
     return journal
 
 
-def append(model_path: str, model_identity: bytes, journal: Journal, entries: list[Entry]) -> int:
+def append(model_path: str, model_identity: bytes, journal: Journal, entries: list[Entry | Fitted]) -> int:
     """Write `entries` after the good records of `journal` (read under the lock just
     before), fsynced; returns the journal's size.  A journal of an earlier model, or a
     record cut short, is overwritten.  Call under `locked`."""

@@ -35,71 +35,6 @@ class Scoring(scoring.Scoring):
         return probabilities(a * np.asarray(log_odds, dtype=np.float64) + b)
 
 
-# Platt's fit made robust: each message's label is taken to come from the sigmoid only
-# with probability 1 - 2 OUTLIER_SHARE, so that no message pulls the curve by more than
-# log(1 / OUTLIER_SHARE) nats and the messages near the cut-off, not the surest ones, set
-# it (spam missed at 0.95: 97 -> 73, 1 FP; docs/measurements.md).
-OUTLIER_SHARE = 1e-6
-
-
-def fit_platt(log_odds: np.ndarray, positive: np.ndarray, iterations: int = 100, outlier: float = OUTLIER_SHARE) -> tuple[float, float]:
-    """Platt's (a, b) for P = sigmoid(a z + b), fitted as if each message's label came from
-    outlier + (1 - 2 outlier) P (see OUTLIER_SHARE), by Fisher scoring on the log-loss.
-
-    Targets are Platt's smoothed labels, (N+ + 1) / (N+ + 2) and 1 / (N- + 2), so a
-    perfectly separated training set still gets a finite slope.
-    """
-    z = np.asarray(log_odds, dtype=np.float64)
-    pos = np.asarray(positive, dtype=bool)
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    if n_pos == 0 or n_neg == 0:
-        return 1.0, 0.0
-    t = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    # Start from a scale that puts the scores in a sane range.
-    a, b = 1.0 / max(float(np.std(z)), 1e-6), 0.0
-    with np.errstate(divide="ignore"):
-        log_outlier = np.log(outlier)  # -inf for no outliers: then plain Platt
-    log_keep = np.log1p(-2.0 * outlier)
-    for _ in range(iterations):
-        s = a * z + b
-        p, log_p, log_not_p = probabilities(s), -np.logaddexp(0.0, -s), -np.logaddexp(0.0, s)
-        # With q = outlier + keep p, the sigmoid's share of q and of 1 - q, in logs so that
-        # no p or 1 - p that rounds to 0 divides: dq/q = (1 - p) in_q, dq/(1 - q) = p in_not_q.
-        in_q = probabilities(log_keep + log_p - log_outlier)
-        in_not_q = probabilities(log_keep + log_not_p - log_outlier)
-        g_each = (1 - t) * p * in_not_q - t * (1 - p) * in_q  # d loss / d s; plain Platt: p - t
-        # Fisher scoring: the expected Hessian dq^2 / (q (1 - q)) is never negative (with
-        # no outliers it is Newton's p (1 - p), as in Platt's fit).
-        w = np.maximum(p * (1 - p) * in_q * in_not_q, 1e-12)
-        g = np.array([np.dot(g_each, z), g_each.sum()])
-        H = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]]) + 1e-9 * np.eye(2)
-        step = np.linalg.solve(H, g)
-        # Halve the step while it does not lower the loss.
-        loss = _log_loss(a * z + b, t, outlier)
-        scale = 1.0
-        while scale > 1e-6 and _log_loss((a - scale * step[0]) * z + (b - scale * step[1]), t, outlier) > loss:
-            scale /= 2
-        a, b = a - scale * step[0], b - scale * step[1]
-        if np.abs(scale * step).max() < 1e-10:
-            break
-    if not (np.isfinite(a) and np.isfinite(b) and a > 0):
-        return 1.0, 0.0
-    return float(a), float(b)
-
-
-# The share of ham a spam verdict may lose, by the model's own estimate: one in 1,000.
-# The 0.95 cut-off alone is a cost rule ("a lost ham is 20x a missed spam"); it holds
-# the ham lost to that share only when the ranking is good.  Learnt from 300 messages
-# it is not: at P >= 0.95 flagged mail was 99.6% spam, as promised, yet 6 of 4,150 ham
-# were lost (hard ham newsletters that carry words and relays seen in 1-3 spam and no
-# ham).  5 folds on the SpamAssassin corpus, five splits (the md5 fold salted four
-# ways), ham lost / spam missed at 0.95 alone -> with the budget: 100 learnt 6 / 56% ->
-# 2 / 74%; 300 18 / 27% -> 9 / 42%; 1,000 17 / 12.5% -> 15 / 17%; all (~4,840) 5 / 4.4%
-# -> the same verdicts (the floor stays under 0.95).  0.002: 300 14 / 32%; 0.0005: all
-# 5.1% missed.
-HAM_LOSS = 0.001
-
-
 def fit_meta_weight(log_odds: np.ndarray, ratios: np.ndarray, positive: np.ndarray, iterations: int = 100) -> float:
     """The weight w of the numeric features' log-ratios m (spamnb.bayes.meta) beside the text's
     log-odds z, both held out: c / a of the logistic regression P = sigmoid(a z + c m + b)
@@ -138,40 +73,6 @@ def fit_meta_weight(log_odds: np.ndarray, ratios: np.ndarray, positive: np.ndarr
     return max(float(c / a), 0.0)
 
 
-def ham_loss_floor(log_odds: np.ndarray, positive: np.ndarray, calibration: tuple[float, float], budget: float = HAM_LOSS) -> float:
-    """The P a spam verdict must exceed so that the ham it loses stays within `budget` of
-    the ham, estimated on held-out log-odds of learnt messages.
-
-    Each message above the floor may be ham with its calibrated P(ham), and at least
-    with a label-noise share 1 / (2 (n + 1)), the Jeffreys estimate of a rate never seen
-    in n messages: the fewer messages learnt, the fewer may be flagged before the
-    expected ham among them exceeds the budget.  0 when all fit within it.
-    """
-    z = np.asarray(log_odds, dtype=np.float64)
-    pos = np.asarray(positive, dtype=bool)
-    n_ham = int((~pos).sum())
-    if n_ham == 0 or z.size == 0:
-        return 0.0
-    noise = 0.5 / (z.size + 1)
-    a, b = calibration
-    s = a * z + b
-    order = np.argsort(-z, kind="stable")
-    p_ham = noise + (1.0 - 2.0 * noise) * probabilities(-s[order])
-    over = np.flatnonzero(np.cumsum(p_ham) > budget * n_ham)
-    return float(probabilities(s[order][over[0]])) if over.size else 0.0
-
-
-def _log_loss(z: np.ndarray, t: np.ndarray, outlier: float) -> float:
-    # -(t log q + (1 - t) log(1 - q)) with q = outlier + (1 - 2 outlier) sigmoid(z), in logs:
-    # stable at both ends, and plain Platt's loss for no outliers.
-    with np.errstate(divide="ignore"):
-        log_outlier = np.log(outlier)
-    log_keep = np.log1p(-2.0 * outlier)
-    log_q = np.logaddexp(log_outlier, log_keep - np.logaddexp(0.0, -z))
-    log_not_q = np.logaddexp(log_outlier, log_keep - np.logaddexp(0.0, z))
-    return float(-np.sum(t * log_q + (1 - t) * log_not_q))
-
-
 def probabilities(log_odds: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -log_odds))
 
@@ -203,6 +104,7 @@ class Model:
     it was read: the file's sorted tokens, growing on them, a dictionary).
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
     `moments`: the numeric features' moments per class (spamnb.bayes.meta), int64 (2, WIDTH, WIDTH).
+    `history`: the calibration's history (spamnb.models.calibration), (log-odds, class) pairs.
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
     read-only), never saved.  (A plain class: see nb.Counts.)
     """
@@ -216,6 +118,7 @@ class Model:
         learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
         moments: np.ndarray | None = None,
+        history: list[tuple[float, int]] | None = None,
     ) -> None:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()
@@ -224,6 +127,7 @@ class Model:
         self.learnt = learnt if learnt is not None else {}
         self.scoring_only = scoring_only
         self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
+        self.history = history if history is not None else []
 
     def gaussians(self) -> meta.Gaussians:
         """The numeric features' term as the model's scoring sets it."""

@@ -22,7 +22,9 @@ from collections import namedtuple
 from spamnb.models.modelfile import ModelError
 
 FORMAT = "spamnb-model"
-VERSION = 7  # the history of the format: docs/measurements.md
+VERSION = 8  # the history of the format: docs/measurements.md
+# Versions read: 7 is 8 without the calibration's history (read as empty).
+READS = (7, 8)
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # Calibrated P(spam) cut-offs: spam at >= 0.95 reads "flag when a lost ham is 20x costlier
 # than a missed spam" (docs/measurements.md).  `spam_floor`, fitted with the calibration:
 # the default's spam verdict also needs P above it, so that the ham it loses stays within
-# model.HAM_LOSS of the ham.  `spam_cutoff_set`: the spam cut-off is one the user set
+# calibration.HAM_LOSS of the ham.  `spam_cutoff_set`: the spam cut-off is one the user set
 # (`--spam-cutoff`), which is the cut-off: the floor protects the default only.
 # TF-IDF weighting and length normalisation (nb.Weighting): multinomial and complement only.
 # `meta`: the numeric features' term (spamnb.meta), its weight fitted with the calibration.

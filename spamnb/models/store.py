@@ -17,6 +17,9 @@ Arrays (V tokens, M learnt messages):
   learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
   meta              (2, W, W) int64: the numeric features' moments per class (spamnb.bayes.meta);
                     only in a model that scores them (scoring's "meta")
+  history           (H,) float64: the calibration's history (spamnb.models.calibration), each
+                    learnt message's log-odds before it was learnt; history_class (H,) uint8
+                    its class.  Only where there is one (version 7 has none: an empty history)
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
 so that `load(path, scoring_only=True)` maps the file and reads only the pages a
 message's tokens touch: scoring one message costs nearly the same with 10,000 or
@@ -37,11 +40,11 @@ import numpy as np
 
 from spamnb.bayes import events, nb
 from spamnb.bayes.vocabulary import SortedTokens, Vocabulary, token_offsets
-from spamnb.models import journal, modelcheck, npzview, ownership, trust
+from spamnb.models import calibration, journal, modelcheck, npzview, ownership, trust
 from spamnb.models.lock import temp_prefix
 from spamnb.models.model import Model, Scoring
 from spamnb.models.modelfile import ModelError
-from spamnb.models.npzview import FORMAT, REQUIRED, VERSION, open_model
+from spamnb.models.npzview import FORMAT, READS, REQUIRED, VERSION, open_model
 from spamnb.text.tokens import TokenSettings
 
 # A model file's members as `npzview.open_members` reads them: the file mapped, each member by name.
@@ -67,6 +70,8 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
     tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
     numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
+    scores = model.history
+    history = {"history": np.array([s for s, _ in scores], np.float64), "history_class": np.array([c for _, c in scores], np.uint8)} if scores else {}
     weighted = {}
     if counts.weighted is not None:
         event = model.scoring.event_model()
@@ -86,6 +91,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
         "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
         **numeric,
+        **history,
     }
 
 
@@ -232,6 +238,9 @@ def with_journal(model: Model, changes: journal.Journal) -> Model:
     counts.docs = np.array(changes.docs_now(counts.docs.tolist()), dtype=np.int64)
     model.moments = np.array(changes.moments_now(model.moments.tolist()), dtype=np.int64)
     changes.learnt_into(model.learnt)
+    model.history = calibration.trimmed(model.history + changes.history)
+    if changes.fitted is not None:  # a learn's refit (spamnb.models.calibration)
+        model.scoring = model.scoring.replace(calibration=changes.fitted.calibration, spam_floor=changes.fitted.spam_floor)
     return model
 
 
@@ -324,7 +333,7 @@ def check_identity(path: str, fmt: np.ndarray, version: np.ndarray) -> None:
     """The file says it is a spamnb model of the version this code reads."""
     if str(fmt[()]) != FORMAT:
         raise ModelError(f"{path}: not a spamnb model (format {str(fmt[()])[:40]!r})")
-    if int(version[()]) != VERSION:
+    if int(version[()]) not in READS:
         raise ModelError(f"{path}: model format version {int(version[()])}, this spamnb reads version {VERSION}; retrain")
 
 
@@ -358,7 +367,15 @@ def copied(a: dict[str, np.ndarray], tokens: TokenSettings, scoring: Scoring) ->
         counts=counts_of(a, scoring, np.int64),
         learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
         moments=saved_moments(a, scoring),
+        history=saved_history(a),
     )
+
+
+def saved_history(a: dict[str, np.ndarray]) -> list[tuple[float, int]]:
+    """The calibration's history (spamnb.models.calibration); a model without one (version 7): empty."""
+    if "history" not in a and "history_class" not in a:
+        return []
+    return trust.history_of(trust.of_numpy({k: a[k] for k in ("history", "history_class") if k in a}))
 
 
 def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
@@ -369,7 +386,7 @@ def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | No
 
 # Members a model file may lack: the offsets (computed when absent) and the weighted sums
 # of a model without a weighting, the numeric features' moments of one without --meta.
-OPTIONAL = ("offsets", "weighted", "meta")
+OPTIONAL = ("offsets", "weighted", "meta", "history", "history_class")
 
 
 def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:
@@ -407,7 +424,7 @@ def of_members(path: str, members: Members, mapped: bool) -> Model:
     except ValueError as err:
         raise ModelError(f"{path}: not a spamnb model ({err})") from err
     try:
-        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class") if k in a}
+        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class", "history", "history_class") if k in a}
         scoring = Scoring.from_json(a["scoring"].text())
         tokens = TokenSettings.from_json(a["settings"].text())
         if not mapped:

@@ -42,7 +42,7 @@ def check_weight(weight: float) -> None:
 
 
 # The members a reader of a model validates besides npzview.REQUIRED, where the file has them.
-OPTIONAL = ("offsets", "weighted", "weighted_totals", "meta")
+OPTIONAL = ("offsets", "weighted", "weighted_totals", "meta", "history", "history_class")
 
 
 def validate(path: str, a: dict) -> None:
@@ -54,16 +54,16 @@ def validate(path: str, a: dict) -> None:
     import math
 
     from spamnb.models.modelfile import ModelError
-    from spamnb.models.npzview import FORMAT, VERSION
+    from spamnb.models.npzview import FORMAT, READS, VERSION
 
-    floats = [k for k, member in a.items() if member.kind == "f" and k != "weighted_totals"]
+    floats = [k for k, member in a.items() if member.kind == "f" and k not in ("weighted_totals", "history")]
     if floats:
         raise ValueError(f"{floats[0]} holds floats")
     fmt = a["format"].text()
     if fmt != FORMAT:
         raise ModelError(f"{path}: not a spamnb model (format {fmt[:40]!r})")
     version = a["version"].scalar()
-    if version != VERSION:
+    if version not in READS:
         raise ModelError(f"{path}: model format version {version}, this spamnb reads version {VERSION}; retrain")
     check_values(a)
     if "weighted" not in a or "weighted_totals" not in a or a["weighted_totals"].shape != (2, 2):
@@ -85,6 +85,22 @@ def validate(path: str, a: dict) -> None:
         sums = (math.fsum(every), math.fsum(math.log(v + alpha) for v in every))
         if not all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-6) for x, y in zip(sums, stored[c], strict=True)):
             raise ValueError("weighted sums' totals that are not their sums")
+
+
+def history_of(a: dict) -> list[tuple[float, int]]:
+    """The calibration's history (spamnb.models.calibration) a model file holds: (log-odds,
+    class) pairs, finite, of ham or spam; ValueError for one that is not."""
+    import math
+
+    if "history" not in a or "history_class" not in a:
+        raise ValueError("a calibration history without its classes" if "history" in a else "calibration history classes without their scores")
+    scores, classes = a["history"], a["history_class"]
+    if len(scores.shape) != 1 or scores.shape != classes.shape:
+        raise ValueError(f"a calibration history of shapes {scores.shape}, {classes.shape}")
+    pairs = list(zip(scores.items(), classes.items(), strict=True))
+    if not all(math.isfinite(s) and c <= 1 for s, c in pairs):
+        raise ValueError("a calibration history of other than finite scores of ham or spam")
+    return pairs
 
 
 def check_score(p: float) -> float:
@@ -121,6 +137,8 @@ SPEC: dict[str, tuple[str, int, int]] = {
     "learnt_class": ("u", 1, 1),
     "weighted": ("iu", 2, 0),
     "meta": ("i", 3, 8),
+    "history": ("f", 1, 8),
+    "history_class": ("u", 1, 1),
 }
 
 
@@ -173,6 +191,8 @@ def check_values(a: dict) -> None:
         raise ValueError("a learnt digest of a class other than ham or spam")
     if "meta" in a:
         check_moments(a["meta"])
+    if "history" in a or "history_class" in a:
+        history_of(a)
     digests = bytes(learnt.data)
     keys = [digests[i : i + 16] for i in range(0, len(digests), 16)]
     if not all(map(lt, keys, keys[1:])):

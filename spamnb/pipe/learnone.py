@@ -3,7 +3,11 @@ mail reader's "teach it this one" key (`| spamnb train --ham -`).
 
 The model is mapped, not loaded (`onemessage.OneModel`); each message's count changes
 go to the model's journal (`spamnb.models.journal`) under the model's lock, and are
-folded into the model once the journal passes `journal.FOLD_SIZE`.  Learning stays
+folded into the model once the journal passes `journal.FOLD_SIZE`.  Each message learnt
+anew carries its log-odds before the learn (a held-out score) into the calibration's
+history, and where that passes a refit point the calibration and ham-loss floor are
+refitted on it, as `eval --online` refits them (spamnb.models.calibration): a scoring
+record in the journal.  Learning stays
 idempotent and `--forget` refuses what was never learnt, across model and journal:
 the same checks as `classifier.learn`, on the digests of both.  Output and exit
 statuses are `spamnb train`'s.
@@ -160,10 +164,12 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
     """Learn (or forget) `items(max_bytes)`, (label, message) pairs, into the model's journal under its lock."""
     from spamnb.mail import headers
     from spamnb.mail.sources import Problem
+    from spamnb.models import calibration
     from spamnb.pipe import onemessage
     from spamnb.text.tokens import Tokenizer
 
     out, entries = Outcome(), []
+    history, due = None, False  # the calibration's history, read once a learn adds to it
     with lock.locked(model_path, wait, told):
         model = onemessage.OneModel(model_path)
         if model.weighted is not None:
@@ -183,12 +189,21 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
                 continue
             now[key] = after
             tokens, numeric = tokenize.read(item.data, model.scoring.meta != "none")
-            entries.append(journal.Entry(key, before, after, dict(Counter(tokens)), numeric))
+            distinct = Counter(tokens)
+            # Its score before the learn: 0 (no evidence) while the model lacks a class, as eval --online scores it.
+            score = (model.log_odds_of(distinct, numeric=numeric) if min(model.docs) > 0 else 0.0) if done == "learnt" else None
+            entry = journal.Entry(key, before, after, dict(distinct), numeric, score)
+            if score is not None:
+                history = model.history() if history is None else history
+                due = calibration.added(history, [(score, after)]) or due
+            model.learn(entry)  # in memory: the next message is scored after this one
+            entries.append(entry)
+        if due:
+            fitted = calibration.refitted(model.scoring, history)
+            if fitted != model.scoring:
+                entries.append(journal.Fitted(fitted.calibration, fitted.spam_floor))
         size = journal.append(model_path, model.identity, model.journal, entries)
-        out.docs = model.docs
-        for entry in entries:
-            for c, sign in entry.changes():
-                out.docs[c] = max(out.docs[c] + sign, 0)
+        out.docs = list(model.docs)
         if size > journal.FOLD_SIZE:
             try:
                 fold(model_path)

@@ -14,7 +14,7 @@ from collections import Counter, namedtuple
 from spamnb.bayes import formulas, meta
 from spamnb.bayes.formulas import HAM, SPAM
 from spamnb.bayes.sortedtokens import SortedTokens, blob_offsets
-from spamnb.models import journal, npzview, trust
+from spamnb.models import calibration, journal, npzview, trust
 from spamnb.models.modelfile import ModelError
 from spamnb.models.scoring import Scoring
 from spamnb.text.tokens import Tokenizer, TokenSettings
@@ -33,6 +33,23 @@ def event_settings(scoring: Scoring) -> tuple[float, tuple[str, bool, str]]:
     if not alpha > 0:
         raise ValueError(f"alpha must be positive, not {alpha}")
     return alpha, (scoring.tf, bool(scoring.idf), scoring.length_norm)
+
+
+# One tokeniser per settings in a process: its memo of header fields outlives a model that
+# a model of the same settings replaces (a resident server's switch), instead of filling
+# again beside the old one's until the collector frees that (a cycle: its bound `words`).
+_TOKENIZERS: dict[TokenSettings, Tokenizer] = {}
+TOKENIZERS_KEPT = 16
+
+
+def tokenizer_for(settings: TokenSettings) -> Tokenizer:
+    """The process's tokeniser of these settings."""
+    found = _TOKENIZERS.get(settings)
+    if found is None:
+        if len(_TOKENIZERS) >= TOKENIZERS_KEPT:
+            _TOKENIZERS.clear()
+        found = _TOKENIZERS[settings] = Tokenizer(settings)
+    return found
 
 
 class Counts2:
@@ -87,6 +104,7 @@ class OneModel:
             self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
             trust.check_moments_saved(self.scoring.meta, "meta" in a)
             self.base_moments = trust.moments_lists(a["meta"]) if "meta" in a else meta.empty_moments()
+            self._history = (a["history"], a["history_class"]) if "history" in a else None  # trust.validate checked them
         except ModelError:
             raise
         except RecursionError as err:
@@ -98,6 +116,9 @@ class OneModel:
         self.journal = journal.read(path, self.identity)
         if self.weighted is not None and self.journal:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
+        fitted = self.journal.fitted
+        if fitted is not None and scoring is None:  # a learn's refit (spamnb.models.calibration)
+            self.scoring = self.scoring.replace(calibration=fitted.calibration, spam_floor=fitted.spam_floor)
         self.base_docs = self.docs
         self.docs = self.journal.docs_now(self.base_docs)
         self.n_features = n
@@ -116,13 +137,18 @@ class OneModel:
         if self._only_journal:
             self._now = {}
 
+    def history(self) -> list[tuple[float, int]]:
+        """The calibration's history (spamnb.models.calibration): the model file's scores, then its journal's."""
+        base = list(zip(self._history[0].items(), self._history[1].items(), strict=True)) if self._history is not None else []
+        return calibration.trimmed(base + self.journal.history)
+
     def now(self) -> dict[str, list[int]]:
         """The journal's tokens' counts, the model's and the journal's together."""
         return self.journal.tokens if self._only_journal else self._now
 
     def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
-            self._tokenizer = Tokenizer(self.tokens)
+            self._tokenizer = tokenizer_for(self.tokens)
         return self._tokenizer
 
     def make_resident(self) -> None:
@@ -350,15 +376,13 @@ def open_model(path: str, resident: bool = False, hold: bool = False) -> OneMode
     """The model at `path` opened for scoring single messages; `resident`: for many of them
     (`OneModel.make_resident`), read whole; `hold`: see npzview.open_members.  A model file that is a zip of
     another kind than spamnb writes (compressed members, ZIP64) goes to numpy's loader instead."""
-    from spamnb.text.tokens import Tokenizer
-
     try:
         model = OneModel(path, hold, whole=resident)
     except npzview.NotPlain as err:
         from spamnb.models import store
 
         full = store.load(path, scoring_only=True, data=err.data)
-        return Loaded(full, Tokenizer(full.tokens))
+        return Loaded(full, tokenizer_for(full.tokens))
     if resident:
         model.make_resident()
     return model

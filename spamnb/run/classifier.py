@@ -20,8 +20,8 @@ from spamnb.bayes import meta, nb
 from spamnb.bayes.vocabulary import Chunk, ModelVocabulary, Rows, Vocabulary, local_rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
-from spamnb.models import journal, trust
-from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.models import calibration, journal, trust
+from spamnb.models.model import Model, Scored, Scoring, fit_meta_weight
 from spamnb.models.scoring import Decision
 from spamnb.run.parallel import ordered_map
 from spamnb.text.tokens import Tokenizer, TokenSettings, field_ids
@@ -260,16 +260,30 @@ class Sampled(NamedTuple):
     fields: np.ndarray | None  # each token's header field, where the event model scores them apart
     numeric: np.ndarray | None  # the numeric features, where the model scores them
     cls: int
+    fresh: bool = True  # learnt anew, not moved from the other class
 
 
 def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
     """Fit the model's calibration on learnt messages (columns, counts, fields, numeric
-    features, class), as `learn` samples them."""
-    cols, counts, fields, numeric, classes = zip(*sample, strict=True)
+    features, class), as `learn` samples them, and add their held-out scores to its
+    history (spamnb.models.calibration).  Too few of a class to fit on (CALIBRATION_MIN),
+    the calibration is refitted on the history where it passed a refit point, as single
+    learns refit it."""
+    cols, counts, fields, numeric, classes, fresh = zip(*sample, strict=True)
     lengths = np.array([len(c) for c in cols], dtype=np.int64)
     learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
     features = None if numeric[0] is None else Numeric(model.moments, np.array(numeric, dtype=np.int64))
-    model.scoring = calibrated(model.scoring, model.scoring.event_model(), model.counts, learnt, np.asarray(classes), jobs, features)
+    y = np.asarray(classes)
+    if held_out_possible(model.counts, y):
+        odds, ratios = held_out_scores(model.scoring, model.counts, learnt, y, jobs, features)
+        model.scoring = calibrated(model.scoring, odds, ratios, y)
+        z = odds if ratios is None else odds + model.scoring.meta_weight * ratios
+    else:  # a fold's messages are all the model has of a class: 0 (no evidence), as a single learn scores them
+        z = np.zeros(len(y))
+    # Messages learnt anew only, as single learns score them (a moved one's score before its move was not held out).
+    new = [(s, c) for s, c, f in zip(z.tolist(), y.tolist(), fresh, strict=True) if f]
+    if calibration.added(model.history, new) and not enough_to_fit(y):
+        model.scoring = calibration.refitted(model.scoring, model.history)
 
 
 # Calibration is fitted on at most this many of the messages learnt in one call.
@@ -332,12 +346,13 @@ def learnt_in(chunk: Chunk, change: Changes, mapping: np.ndarray) -> Iterator[Sa
     vocabulary columns, counts, fields, numeric features and class."""
     rows = chunk.rows
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    moved = {i for i, sign in zip(change.which, change.signs, strict=True) if sign < 0}
     for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
         if sign > 0:
             part = slice(starts[i], starts[i + 1])
             fields = None if rows.fields is None else rows.fields[part]
             numeric = None if chunk.numeric is None else chunk.numeric[i]
-            yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls)
+            yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls, i not in moved)
 
 
 def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Changes) -> np.ndarray:
@@ -551,7 +566,7 @@ def folds_scored(
         if scoring.meta != "none":
             features = Numeric(moments_of(numeric[train_rows], y[train_rows]), numeric[train_rows])  # type: ignore[index]
         # As `train` would: calibration (and the numeric features' weight) fitted on the fold's own training messages only.
-        fitted = calibrated(scoring, event, train, data.take(train_rows), y[train_rows], numeric=features)
+        fitted = calibrated(scoring, *held_out_scores(scoring, train, data.take(train_rows), y[train_rows], numeric=features), y[train_rows])
         if features is not None:
             odds[test] += log_ratios(meta.Gaussians(scoring.meta, features.moments.tolist(), fitted.meta_weight), numeric[test])  # type: ignore[index]
         probs[test] = fitted.probabilities(odds[test])
@@ -613,6 +628,13 @@ def held_out_log_odds(
     for fold, fold_odds in zip(folds, ordered_map(held_out_fold, held_out, folds, jobs), strict=True):
         odds[part == fold] = fold_odds
     return odds
+
+
+def held_out_possible(counts: nb.Counts, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> bool:
+    """Whether the model without each of `held_out_log_odds`' folds of messages (classes y,
+    inside `counts`) still holds both classes."""
+    part = np.arange(len(y)) % k
+    return all(int(counts.docs[c]) > int(((part == fold) & (y == c)).sum()) for fold in range(k) for c in (nb.HAM, nb.SPAM))
 
 
 class HeldOut(NamedTuple):
@@ -685,20 +707,30 @@ def held_out_log_ratios(kind: str, numeric: Numeric, y: np.ndarray, k: int = CAL
     return out
 
 
-def calibrated(
-    scoring: Scoring, event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
-) -> Scoring:
+def held_out_scores(
+    scoring: Scoring, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Held-out log-odds of the `learnt` messages of classes y (by `jobs` processes) under
+    `scoring`'s event model, and their numeric features' log-ratios where it has them."""
+    odds = held_out_log_odds(scoring.event_model(), counts, learnt, np.asarray(y), jobs=jobs)
+    return odds, None if numeric is None else held_out_log_ratios(scoring.meta, numeric, np.asarray(y))
+
+
+def enough_to_fit(y: np.ndarray) -> bool:
+    return min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) >= CALIBRATION_MIN
+
+
+def calibrated(scoring: Scoring, odds: np.ndarray, ratios: np.ndarray | None, y: np.ndarray) -> Scoring:
     """`scoring` with Platt scaling and the ham-loss floor fitted on held-out log-odds of
-    the `learnt` messages of classes y (by `jobs` processes), with their numeric features'
-    term where the scoring has one."""
+    messages of classes y (`held_out_scores`), with the numeric features' weight where the
+    scoring has one (`ratios`); as it was with too few of a class (CALIBRATION_MIN)."""
     y = np.asarray(y)
-    if min(int((y == nb.SPAM).sum()), int((y == nb.HAM).sum())) < CALIBRATION_MIN:
+    if not enough_to_fit(y):
         return scoring
-    odds = held_out_log_odds(event, counts, learnt, y, jobs=jobs)
     weight = scoring.meta_weight
-    if numeric is not None:
-        ratios = held_out_log_ratios(scoring.meta, numeric, y)
+    if ratios is not None:
         weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
         odds = odds + weight * ratios
-    calibration = fit_platt(odds, y == nb.SPAM)
-    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(odds, y == nb.SPAM, calibration), meta_weight=weight)
+    z, positive = odds.tolist(), (y == nb.SPAM).tolist()
+    fit = calibration.fit_platt(z, positive)
+    return scoring.replace(calibration=fit, spam_floor=calibration.ham_loss_floor(z, positive, fit), meta_weight=weight)

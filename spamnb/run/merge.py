@@ -23,6 +23,7 @@ from spamnb.bayes import nb
 from spamnb.bayes.vocabulary import ModelVocabulary, Vocabulary
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
+from spamnb.models import calibration
 from spamnb.models.model import Model, summed_with
 from spamnb.run.classifier import CALIBRATION_MIN, learn
 
@@ -205,4 +206,6 @@ def merge(
     report.added = len(target.learnt) - had
     report.dropped_tokens = drop_empty_tokens(target)
     target.scoring = target.scoring.replace(**fitted)
+    # The parts' calibration histories, one after another: the scores single learns refit on next.
+    target.history = calibration.trimmed([pair for model in models for pair in model.history])
     return target, report

@@ -7,10 +7,13 @@ verdict was wrong or unsure).  The model is the one-message scorer's
 journal in memory (`OneModel.learn`), so a message is scored exactly as `classify`
 would score it with a model trained on the messages before it, and nothing is written.
 
-P(spam) and the spam floor come from Platt's calibration and `model.ham_loss_floor`
-fitted on the online scores seen so far (at 100, 200, 400, 800 and 1,600 messages,
-then every 1,600), as train fits them on held-out scores: before the first fit, the
-starting model's own (none for an empty one).
+P(spam) and the spam floor follow the one learn plan of single learns (`train --spam|--ham
+-`, `spamnb.pipe.learnone`): each message learnt anew adds its score (taken before it was
+learnt, so held out) to the calibration's history, which starts as the starting model's,
+and at the history's refit points Platt's calibration and the ham-loss floor are refitted
+on it (spamnb.models.calibration).  So a user who pipes each message to `classify --pipe`
+and then to `train --spam|--ham -` gets the verdicts measured here.  The numeric features'
+weight (`--meta`) stays the starting model's, as single learns leave it.
 """
 from __future__ import annotations
 
@@ -27,25 +30,18 @@ from spamnb.bayes import meta
 from spamnb.bayes.vocabulary import Rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Problem
-from spamnb.models import journal
-from spamnb.models.model import Model, Scoring, fit_meta_weight, fit_platt, ham_loss_floor
+from spamnb.models import calibration, journal
+from spamnb.models.model import Model, Scoring
 from spamnb.pipe import onemessage
-from spamnb.run.classifier import LABEL_CLASS, Scored, chunks, class_of
+from spamnb.run.classifier import Scored, chunks, class_of
 from spamnb.run.parallel import ordered_map
 from spamnb.text.tokens import Tokenizer, TokenSettings
-
-FIT_EVERY = 1600
 
 
 class Online(NamedTuple):
     scored: list[Scored]
     problems: list[Problem]
     learnt: int  # messages learnt (all of them, or with train_on_error the mistakes)
-
-
-def fit_points(n: int) -> bool:
-    """Whether the calibration is refitted before the n-th message (counted from 0)."""
-    return n in (100, 200, 400, 800, FIT_EVERY) or (n > FIT_EVERY and n % FIT_EVERY == 0)
 
 
 def evaluate(
@@ -101,6 +97,9 @@ class Loaded:
     def learnt_class(self, digest: bytes) -> int | None:
         return self.model.learnt.get(digest)
 
+    def history(self) -> list[tuple[float, int]]:
+        return list(self.model.history)
+
     def learn(self, entry: journal.Entry) -> None:
         vocab = self.model.growable()
         cols = np.asarray(vocab.grow(list(entry.tokens)), dtype=np.int64)
@@ -139,12 +138,10 @@ def run(
 ) -> Online:
     scored: list[Scored] = []
     problems: list[Problem] = []
-    odds: list[float] = []  # the text's log-odds, and the numeric features' log-ratios (spamnb.bayes.meta)
-    ratios: list[float] = []
-    spam: list[bool] = []
     learnt = 0
     batches: deque[list[Item]] = deque()
-    scoring = model.scoring  # its calibration (and the floor, the numeric features' weight) refitted as the stream goes
+    scoring = model.scoring  # its calibration and floor refitted as the stream goes
+    history = model.history()
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, CHUNK):
@@ -161,14 +158,6 @@ def run(
                 continue
             key, counts, numeric = next(results)
             cls = class_of(item)
-            if fit_points(len(odds)) and len(set(spam)) == 2:
-                z, positive = np.array(odds), np.array(spam)
-                weight = scoring.meta_weight
-                if numeric is not None:  # the numeric features' weight too, as train fits it
-                    weight = fit_meta_weight(z, np.array(ratios), positive)
-                    z = z + weight * np.array(ratios)
-                calibration = fit_platt(z, positive)
-                scoring = scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration), meta_weight=weight)
             trained = min(model.docs) > 0
             text = model.log_odds_of(counts) if trained else 0.0
             ratio = model.log_ratio(numeric) if trained and numeric is not None else 0.0
@@ -176,18 +165,19 @@ def run(
             p = scoring.probability(log_odds)
             verdict, floor = scoring.decide(p)
             scored.append(Scored(item.id, item.label, log_odds, p, verdict, floor))
-            odds.append(text)
-            ratios.append(ratio)
-            spam.append(cls == LABEL_CLASS["spam"])
             if train_on_error and verdict == item.label:
                 continue
             before = model.learnt_class(key)
             if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
                 key = headers.first_known(key, headers.legacy_digests(item.data, model.tokens.max_bytes), lambda k: model.learnt_class(k) is not None)
                 before = model.learnt_class(key)
-            if journal.decided(before, cls, forget=False)[1] != before:
-                model.learn(journal.Entry(key, before, cls, counts, numeric))
+            done, after = journal.decided(before, cls, forget=False)
+            if after != before:
+                score = log_odds if done == "learnt" else None  # as learnone scores a learn (0 before both classes are learnt)
+                model.learn(journal.Entry(key, before, after, counts, numeric, score))
                 learnt += 1
+                if score is not None and calibration.added(history, [(score, cls)]):
+                    scoring = calibration.refitted(scoring, history)
     return Online(scored, problems, learnt)
 
 

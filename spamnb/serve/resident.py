@@ -55,6 +55,10 @@ class Resident:
                     self.open.move_to_end(path)
                     return held[1]
                 # One thread reopens while the others wait for it: a reopen costs more than waiting.
+                # The old model goes first: read beside it, the new one would take fresh memory
+                # and leave the old one's free in the heap, for good (requests scoring with it keep it).
+                self.open.pop(path, None)
+                held = None
                 journal_file = journal.journal_path(path)
                 stamp = stamp_of(path, journal_file)
                 model = onemessage.open_model(path, resident=True)

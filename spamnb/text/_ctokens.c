@@ -1,8 +1,10 @@
-/* The tokeniser's hot loop in C: a text's words, as spamnb.tokens.Tokenizer.words finds them.
+/* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
+ * and an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
- * module only scans one str for the words of tokens.word_pattern and filters them.  It must
- * give exactly the pure path's tokens: tests/test_ctokens.py and `make fuzz` compare them.
+ * module only scans one str for the words of tokens.word_pattern and filters them, or for
+ * tags.  It must give exactly the pure path's tokens: tests/test_ctokens.py and `make fuzz`
+ * compare them.
  *
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
  * apostrophes, dots and hyphens.  Words of min_len..max_len characters that are not in
@@ -192,13 +194,76 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(tags_doc,
+"tags(text) -> str\n\n"
+"`text` with each tag made one space: what re.sub(\"<[^<>]*>\", \" \", text) gives.");
+
+/* The characters of text[pos:end] after the `len` already at `buf`, which holds text's kind. */
+static Py_ssize_t
+copy_span(char *buf, Py_ssize_t len, const char *data, int kind, Py_ssize_t pos, Py_ssize_t end)
+{
+    memcpy(buf + len * kind, data + pos * kind, (size_t)(end - pos) * kind);
+    return len + end - pos;
+}
+
+/* A tag is the last `<` before a `>` with no `<` between (the pattern's leftmost matches,
+ * since [^<>] cannot cross a `<`), and the scan goes on after its `>`.  One loop per kind. */
+#define CUT_TAGS(TYPE)                                                                     \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                   \
+        TYPE ch = ((const TYPE *)data)[i];                                                 \
+        if (ch == '<')                                                                     \
+            open = i;                                                                      \
+        else if (ch == '>' && open >= 0) {                                                 \
+            if (buf == NULL && (buf = PyMem_Malloc((size_t)n * kind)) == NULL)             \
+                return PyErr_NoMemory();                                                   \
+            len = copy_span(buf, len, data, kind, pos, open);                              \
+            PyUnicode_WRITE(kind, buf, len, ' ');                                          \
+            len++;                                                                         \
+            pos = i + 1;                                                                   \
+            open = -1;                                                                     \
+        }                                                                                  \
+    }
+
+static PyObject *
+tags(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "tags() takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), len = 0, pos = 0, open = -1;
+    int kind = PyUnicode_KIND(text);
+    const char *data = PyUnicode_DATA(text);
+    char *buf = NULL; /* the text so far, of the same kind: a tag of 2 or more characters becomes 1 */
+    if (kind == PyUnicode_1BYTE_KIND)
+        CUT_TAGS(Py_UCS1)
+    else if (kind == PyUnicode_2BYTE_KIND)
+        CUT_TAGS(Py_UCS2)
+    else
+        CUT_TAGS(Py_UCS4)
+    if (buf == NULL) {
+        Py_INCREF(text);
+        return text;
+    }
+    len = copy_span(buf, len, data, kind, pos, n);
+    /* Made anew from the characters: the smallest kind that holds them, as every str is. */
+    PyObject *out = PyUnicode_FromKindAndData(kind, buf, len);
+    PyMem_Free(buf);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"words", words, METH_VARARGS, words_doc},
+    {"tags", tags, METH_O, tags_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner and tag cutter in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -168,20 +168,24 @@ def charset_letter(charset: str) -> str:
 WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ") for c in range(128)) + b" " * 128
 
 
-def compiled_scanner() -> Any:
-    """The compiled word scanner (spamnb/text/_ctokens.c), or None: where it was not built, or
-    with SPAMNB_PURE set, the pure-Python path below, which gives the same tokens."""
+def compiled_function(name: str) -> Any:
+    """A function of spamnb/text/_ctokens.c (the word scanner `words`, the tag cutter `tags`), or
+    None: where it was not built, or with SPAMNB_PURE set, the pure-Python path below, which
+    gives the same tokens."""
     if compiled.SCANNER in compiled.interpreted():
         return None
     try:
         from spamnb.text import _ctokens
     except ImportError:
         return None
-    return _ctokens.words
+    return getattr(_ctokens, name)
 
 
-# Read once, at import: every Tokenizer made after uses it (tests swap it to run both paths).
-SCANNER = compiled_scanner()
+# Read once, at import: every Tokenizer made after uses it (tests swap them to run both paths).
+SCANNER = compiled_function("words")
+# `TAG.sub(" ", text)` in C, where it was built: the regex engine tries its class on every
+# character of a page, a loop in C compares it with `<` and `>`.
+CUT_TAGS = compiled_function("tags")
 
 
 # Scripts written without spaces between words: a run of them becomes character
@@ -232,7 +236,7 @@ def strip_invisible(markup: str) -> str:
 
 def html_to_text(markup: str) -> str:
     text = strip_invisible(markup)
-    text = TAG.sub(" ", text)
+    text = TAG.sub(" ", text) if CUT_TAGS is None else CUT_TAGS(text)
     import html  # only HTML mail needs it: off the start-up of the one-message pipe
 
     return html.unescape(text)
