@@ -27,6 +27,33 @@ static inline int is_joiner(Py_UCS4 ch)
     return ch == '\'' || ch == '.' || ch == '-';
 }
 
+/* Letters and digits of the one-byte kind (Latin-1), looked up: most text is of that kind. */
+static unsigned char latin1_alnum[256];
+
+/* The next word of s[i:n]: its end, and its start at *start; -1 where there is none.  One
+ * function per kind, so that the loops read the characters without a test of the kind. */
+#define NEXT_WORD(NAME, TYPE, LETTER)                                                          \
+    static inline Py_ssize_t NAME(const TYPE *s, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *start) \
+    {                                                                                          \
+        while (i < n && !LETTER(s[i]))                                                         \
+            i++;                                                                               \
+        if (i >= n)                                                                            \
+            return -1;                                                                         \
+        *start = i;                                                                            \
+        for (;;) {                                                                             \
+            while (i < n && LETTER(s[i]))                                                      \
+                i++;                                                                           \
+            if (i + 1 < n && is_joiner(s[i]) && LETTER(s[i + 1]))                              \
+                i++;                                                                           \
+            else                                                                               \
+                return i;                                                                      \
+        }                                                                                      \
+    }
+#define LATIN1_LETTER(ch) latin1_alnum[ch]
+NEXT_WORD(next_word_1, Py_UCS1, LATIN1_LETTER)
+NEXT_WORD(next_word_2, Py_UCS2, is_letter)
+NEXT_WORD(next_word_4, Py_UCS4, is_letter)
+
 /* text[start:end], with `prefix` before it when prefix is not empty. */
 static PyObject *
 word_string(PyObject *text, int ascii, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix)
@@ -126,21 +153,13 @@ words(PyObject *module, PyObject *args)
     if (out == NULL)
         goto fail;
 
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (!is_letter(PyUnicode_READ(kind, data, i))) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        for (;;) {
-            while (i < n && is_letter(PyUnicode_READ(kind, data, i)))
-                i++;
-            if (i + 1 < n && is_joiner(PyUnicode_READ(kind, data, i)) && is_letter(PyUnicode_READ(kind, data, i + 1)))
-                i++;
-            else
-                break;
-        }
+    Py_ssize_t i = 0, start = 0;
+    for (;;) {
+        i = kind == PyUnicode_1BYTE_KIND   ? next_word_1(data, n, i, &start)
+            : kind == PyUnicode_2BYTE_KIND ? next_word_2(data, n, i, &start)
+                                           : next_word_4(data, n, i, &start);
+        if (i < 0)
+            break;
         Py_ssize_t length = i - start;
         if (length > hi) {
             if (skips == NULL && (skips = PyList_New(0)) == NULL)
@@ -271,5 +290,7 @@ PyInit__ctokens(void)
 {
     for (int c = 0; c < 128; c++)
         ascii_alnum[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    for (int c = 0; c < 256; c++)
+        latin1_alnum[c] = (unsigned char)is_letter((Py_UCS4)c);
     return PyModule_Create(&module);
 }
