@@ -51,6 +51,8 @@ class Resident:
             stamp = stamp_of(path, held[2]) if held is not None else None
             with self.lock:
                 held = self.open.get(path)
+                if held is not None and stamp is None:  # opened while this thread waited (none was open before)
+                    stamp = stamp_of(path, held[2])
                 if held is not None and held[0] == stamp:
                     self.open.move_to_end(path)
                     return held[1]
