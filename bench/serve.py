@@ -7,6 +7,7 @@ Figures (goals in brackets):
   p50 / p99 latency of those requests                    [p99 <= 25 ms]
   PROCESS against classify --pipe, byte for byte         [all equal, X-Spam-* fields apart]
   failed requests, a model switch (`train`) mid-soak     [0]
+  server CPU per request over the soak (all its processes) [counted: what the machine's load does not change]
   RSS of the server's processes, first vs last second    [flat]
 
 The load client is this process: 16 threads, each sending one spamd request per connection
@@ -59,6 +60,23 @@ def request(port: int, data: bytes) -> bytes:
         while chunk := sock.recv(4096):
             parts.append(chunk)
     return b"".join(parts)
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its living descendants so far (Linux /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as children:
+                    todo.extend(int(c) for c in children.read().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def soak(port: int, messages: list[bytes], seconds: float, during: object = None) -> dict:
@@ -184,12 +202,15 @@ def bench(work: str, mail: list[tuple[str, str]]) -> int:
 
         sampler = threading.Thread(target=sample)
         sampler.start()
+        cpu_before = process_tree_cpu(server.pid)
         result = soak(port, messages, SECONDS, switch)
+        cpu = process_tree_cpu(server.pid) - cpu_before
         sampling.set()
         sampler.join()
         rate = result["n"] / result["seconds"]
         row(f"CHECK msgs/s, {CONNECTIONS} connections, 2 workers", f"{rate:,.0f}/s", "1,000/s", f"{rate / 1000:.2f}x", ">= 1,000/s, this client included")
         row("latency p50 / p99", f"{result['p50'] * 1000:.1f} ms", f"{result['p99'] * 1000:.1f} ms", "", "p99 <= 25 ms")
+        row("server CPU per request (soak, all processes)", f"{cpu / max(result['n'], 1) * 1000:.2f} ms", "", "", "counted")
         row("failed requests (model switched midway)", f"{len(result['failures'])} of {result['n']:,}", "", "", "0" + (f"  first: {result['failures'][0]}" if result["failures"] else ""))
         if len(rss) >= 4:
             first, last = rss[1][1], rss[-1][1]
