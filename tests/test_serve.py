@@ -61,8 +61,7 @@ class Server:
     """A `spamnb serve` process: its address for spamc, its stderr so far."""
 
     def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([str(SPAMNB), "serve", *args], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
-        self.err = b""
+        self.watch(subprocess.Popen([str(SPAMNB), "serve", *args], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env))
         self.host, self.port = "", 0
         self.unix = next((a[5:] for a in args if a.startswith("unix:")), None)
         self.log = Path(args[args.index("--log") + 1]) if "--log" in args else None
@@ -72,28 +71,42 @@ class Server:
             assert match, line
             self.host, self.port = match.group(1).strip("[]"), int(match.group(2))
 
+    def watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """Read `proc`'s stderr as it comes, in a thread: a server that logs a line per failed
+        request must never block on a full pipe because the test is busy sending requests."""
+        self.proc, self.err, self.stderr, self.log = proc, b"", bytearray(), None
+        self.grew = threading.Condition()
+
+        def drain() -> None:
+            assert proc.stderr is not None
+            while chunk := os.read(proc.stderr.fileno(), 1 << 16):
+                with self.grew:
+                    self.stderr += chunk
+                    self.grew.notify_all()
+
+        self.drainer = threading.Thread(target=drain, daemon=True)
+        self.drainer.start()
+
+    def output(self) -> bytes:
+        """What the server wrote so far: its --log file if it has one, else its stderr."""
+        if self.log is not None:
+            return self.log.read_bytes() if self.log.exists() else b""
+        with self.grew:
+            return bytes(self.stderr)
+
     def wait_for(self, needle: bytes, seconds: float = 60.0) -> str:
-        """The first line of stderr (or of the --log file) holding `needle` (read as it comes)."""
+        """The first line of stderr (or of the --log file) holding `needle`."""
         end = time.monotonic() + seconds
-        assert self.proc.stderr is not None
-        while needle not in self.err:
-            if self.log is not None:
-                self.err = self.log.read_bytes() if self.log.exists() else b""
-                if needle not in self.err and self.proc.poll() is None and time.monotonic() < end:
-                    time.sleep(0.05)
-                    continue
-            left = end - time.monotonic()
-            if left <= 0 or (self.proc.poll() is not None and not select.select([self.proc.stderr], [], [], 0)[0]):
-                raise AssertionError(f"no {needle!r} from the server: {self.err.decode(errors='replace')}")
-            if select.select([self.proc.stderr], [], [], left)[0]:
-                chunk = os.read(self.proc.stderr.fileno(), 1 << 16)
-                if not chunk and self.proc.poll() is not None:
-                    continue
-                self.err += chunk
-        at = self.err.index(needle)
-        start = self.err.rfind(b"\n", 0, at) + 1
-        end_at = self.err.find(b"\n", at)
-        return self.err[start : end_at if end_at >= 0 else len(self.err)].decode()
+        while needle not in (text := self.output()):
+            if time.monotonic() > end or (self.proc.poll() is not None and not self.drainer.is_alive()):
+                raise AssertionError(f"no {needle!r} from the server: {text.decode(errors='replace')}")
+            with self.grew:
+                self.grew.wait(0.05)
+        self.err = text
+        at = text.index(needle)
+        start = text.rfind(b"\n", 0, at) + 1
+        end_at = text.find(b"\n", at)
+        return text[start : end_at if end_at >= 0 else len(text)].decode()
 
     def spamc(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
         where = ["-U", self.unix] if self.unix else ["-d", self.host, "-p", str(self.port)]
@@ -114,8 +127,9 @@ class Server:
             self.proc.wait(60)
         if self.proc.poll() is None:
             self.proc.kill()
-        assert self.proc.stderr is not None
-        self.err += self.proc.stderr.read()
+        self.drainer.join(60)
+        with self.grew:
+            self.err = (self.output() if self.log is not None else b"") + bytes(self.stderr)
         return self.proc.wait()
 
 
@@ -462,7 +476,8 @@ def test_socket_activation_takes_the_socket_systemd_passes(model: Path) -> None:
     listener.close()
     try:
         server = Server.__new__(Server)
-        server.proc, server.err, server.log, server.unix, server.host, server.port = proc, b"", None, None, "127.0.0.1", port
+        server.watch(proc)
+        server.unix, server.host, server.port = None, "127.0.0.1", port
         assert "the socket systemd passed" in server.wait_for(b"listening on ")
         assert server.spamc("-K").returncode == 0
     finally:
