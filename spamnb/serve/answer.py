@@ -63,7 +63,7 @@ def answer(request: protocol.Request, data: bytes, settings: Settings, resident:
     command = request.command
     reasons = REPORT_TOKENS if command.startswith("REPORT") else settings.reasons
     verdict = onemessage.verdict_of(model, data, settings.cutoffs, reasons)
-    threshold = onemessage.spam_threshold(model, settings.cutoffs)
+    threshold = verdict.threshold
     is_spam = verdict.verdict == "spam"
     spam = protocol.spam_line(is_spam, headers.SA_POINTS * verdict.score, headers.SA_POINTS * threshold)
     if command == "CHECK":

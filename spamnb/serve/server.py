@@ -1,7 +1,8 @@
 """`spamnb serve`: the sockets, processes and limits of a spamd-compatible server.
 
 A master process binds the socket (or takes the one systemd passes), opens the model
-once to check it, and forks `workers` processes; each accepts on the shared socket
+once to check it, and forks `workers` processes (each reads the model and scores a message
+before the master says it is ready); each accepts on the shared socket
 and hands a connection to one of its threads (`connections` in all, the rest wait
 in the kernel's queue).  A connection is one request: its head and message must
 arrive within `timeout` seconds (a client sending a byte a minute is cut off), the
@@ -307,11 +308,22 @@ def unscanned(request: protocol.Request, body: Oversize, log: Log) -> list[bytes
 # ---------------------------------------------------------------- a worker
 
 
+# Scored by each worker before it says it is ready: a few header fields, a link, plain and HTML parts.
+WARM_UP = (
+    b"Received: from mail.example.org (mail.example.org [192.0.2.1]) by mx.example.net\n"
+    b"From: Warm Up <warm@example.org>\nSubject: warm up\nMIME-Version: 1.0\n"
+    b'Content-Type: multipart/alternative; boundary="b"\n\n--b\nContent-Type: text/plain\n\n'
+    b"warm up http://www.example.org/\n--b\nContent-Type: text/html\n\n"
+    b'<p>warm <a href="http://www.example.org/">up</a></p>\n--b--\n'
+)
+
+
 class Worker:
     """One process's threads answering connections from the shared socket."""
 
-    def __init__(self, listener: socket.socket, options: Options, settings: Settings, resident: Resident, log: Log, threads: int) -> None:
+    def __init__(self, listener: socket.socket, options: Options, settings: Settings, resident: Resident, log: Log, threads: int, ready: int | None = None) -> None:
         self.listener, self.options, self.settings, self.resident, self.log = listener, options, settings, resident, log
+        self.ready = ready  # written to once warm (the first workers': the master says READY after them)
         self.threads = threads
         self.stopping = threading.Event()
         self.hangup = False
@@ -329,8 +341,11 @@ class Worker:
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGHUP, hangup)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        with contextlib.suppress(Exception):  # opened before the first request; a failure is each request's
-            check(self.settings, self.resident)
+        self.warm()
+        if self.ready is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.ready, b"1")
+            os.close(self.ready)
         pool = [threading.Thread(target=self.answer_loop, daemon=True) for _ in range(self.threads)]
         acceptor = threading.Thread(target=self.accept_loop, daemon=True)
         for thread in [*pool, acceptor]:
@@ -346,6 +361,14 @@ class Worker:
         for thread in pool:  # the requests in hand end within their deadline
             thread.join(self.options.timeout + 2 * DRAIN_SECONDS)
         return 0
+
+    def warm(self) -> None:
+        """Open the model and score a message with it before the first request: the model read, the
+        tokeniser's patterns compiled and the modules a message needs imported (a failure is each request's)."""
+        with contextlib.suppress(Exception):
+            check(self.settings, self.resident)
+            if self.settings.model is not None:
+                answer(protocol.Request("CHECK", (1, 5)), WARM_UP, self.settings, self.resident)
 
     def accept_loop(self) -> None:
         self.listener.settimeout(0.5)
@@ -461,21 +484,31 @@ def run(options: Options, settings: Settings) -> int:
     handled = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD}
     signal.pthread_sigmask(signal.SIG_BLOCK, handled)
     children: dict[int, int] = {}
+    ready_r, ready_w = os.pipe()
 
-    def spawn(slot: int) -> None:
+    def spawn(slot: int, ready: int | None = None) -> None:
         pid = os.fork()
         if pid == 0:
             status = 70
             try:
-                status = Worker(listener, options, settings, resident, log, threads).run()
+                if ready is not None:
+                    os.close(ready_r)
+                status = Worker(listener, options, settings, resident, log, threads, ready).run()
             finally:
                 os._exit(status)
         children[pid] = slot
 
     try:
         for slot in range(workers):
-            spawn(slot)
-        log(f"listening on {shown}: {workers} worker(s) of {threads} connection(s), model {settings.model or '(per user)'}")
+            spawn(slot, ready_w)
+        os.close(ready_w)
+        # Ready (systemd's READY=1, the log line) once every worker has read the model and scored
+        # a message: the first requests wait for none of that.  A worker that dies first closes its end.
+        warmed = 0
+        while warmed < workers and (got := os.read(ready_r, workers)):
+            warmed += len(got)
+        os.close(ready_r)
+        log(f"listening on {shown}: {workers} worker(s) of {threads} connection(s), model {settings.model or '(per user)'} read and warmed in {warmed}")
         notify("READY=1")
         stopping = False
         while children:
