@@ -190,6 +190,12 @@ def test_spamc_check_exit_status_is_spam_exactly_when_the_pipe_says_spam(server:
     assert verdicts >= {"spam", "ham"}
 
 
+def test_the_server_says_it_listens_once_every_worker_has_read_the_model(server: Server) -> None:
+    """Ready (the log line, systemd's READY=1) only after each worker read the model and scored a
+    message: the first requests wait for none of that."""
+    assert "2 worker(s) warmed" in server.wait_for(b"listening on ")
+
+
 def test_process_is_the_pipe_output_plus_spamassassin_fields(server: Server, model: Path) -> None:
     for name, data in MESSAGES:
         piped, verdict, score = pipe_verdict(model, data)

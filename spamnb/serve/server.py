@@ -508,7 +508,7 @@ def run(options: Options, settings: Settings) -> int:
         while warmed < workers and (got := os.read(ready_r, workers)):
             warmed += len(got)
         os.close(ready_r)
-        log(f"listening on {shown}: {workers} worker(s) of {threads} connection(s), model {settings.model or '(per user)'} read and warmed in {warmed}")
+        log(f"listening on {shown}: {workers} worker(s) of {threads} connection(s), model {settings.model or '(per user)'}; {warmed} worker(s) warmed")
         notify("READY=1")
         stopping = False
         while children:
