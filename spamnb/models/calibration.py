@@ -74,6 +74,7 @@ def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: i
     a, b = 1.0 / max(std, 1e-6), 0.0
     log_outlier = math.log(outlier) if outlier > 0 else -math.inf  # -inf for no outliers: then plain Platt
     log_keep = math.log1p(-2.0 * outlier)
+    loss = log_loss(z, t, a, b, log_outlier, log_keep)
     for _ in range(iterations):
         gz = g1 = hzz = hz = h1 = 0.0
         for zi, ti in zip(z, t, strict=True):
@@ -97,12 +98,12 @@ def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: i
         h1 += 1e-9
         det = hzz * h1 - hz * hz
         step_a, step_b = (h1 * gz - hz * g1) / det, (hzz * g1 - hz * gz) / det
-        # Halve the step while it does not lower the loss.
-        loss = log_loss(z, t, a, b, log_outlier, log_keep)
+        # Halve the step while it does not lower the loss; the loss where the step lands is the
+        # next step's (one pass over the scores fewer per step).
         scale = 1.0
-        while scale > 1e-6 and log_loss(z, t, a - scale * step_a, b - scale * step_b, log_outlier, log_keep) > loss:
+        while (trial := log_loss(z, t, a - scale * step_a, b - scale * step_b, log_outlier, log_keep)) > loss and scale > 1e-6:
             scale /= 2
-        a, b = a - scale * step_a, b - scale * step_b
+        a, b, loss = a - scale * step_a, b - scale * step_b, trial
         if max(abs(scale * step_a), abs(scale * step_b)) < 1e-10:
             break
     if not (math.isfinite(a) and math.isfinite(b) and a > 0):
