@@ -39,6 +39,11 @@ from spamnb.models.npzview import identity  # noqa: F401 - the journal's key, re
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import TypeVar
+
+    from spamnb.models.scoring import Scoring
+
+    S = TypeVar("S", bound=Scoring)
 
 MAGIC = b"SPAMNBJ1"
 HEAD = struct.Struct("<8s8sI")  # magic, model identity, CRC of the two
@@ -116,6 +121,10 @@ class Fitted:
 
     def __init__(self, calibration: tuple[float, float], spam_floor: float) -> None:
         self.calibration, self.spam_floor = calibration, spam_floor
+
+    def applied_to(self, scoring: S) -> S:
+        """`scoring` as this record leaves it: its calibration and floor, the rest as it was."""
+        return scoring.replace(calibration=self.calibration, spam_floor=self.spam_floor)
 
     def payload(self) -> bytes:
         a, b = self.calibration

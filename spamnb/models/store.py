@@ -240,7 +240,7 @@ def with_journal(model: Model, changes: journal.Journal) -> Model:
     changes.learnt_into(model.learnt)
     model.history = calibration.trimmed(model.history + changes.history)
     if changes.fitted is not None:  # a learn's refit (spamnb.models.calibration)
-        model.scoring = model.scoring.replace(calibration=changes.fitted.calibration, spam_floor=changes.fitted.spam_floor)
+        model.scoring = changes.fitted.applied_to(model.scoring)
     return model
 
 

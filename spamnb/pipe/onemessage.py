@@ -118,7 +118,7 @@ class OneModel:
             raise npzview.NotPlain(path)  # the journal holds no weighted sums (learnone leaves such a model to numpy)
         fitted = self.journal.fitted
         if fitted is not None and scoring is None:  # a learn's refit (spamnb.models.calibration)
-            self.scoring = self.scoring.replace(calibration=fitted.calibration, spam_floor=fitted.spam_floor)
+            self.scoring = fitted.applied_to(self.scoring)
         self.base_docs = self.docs
         self.docs = self.journal.docs_now(self.base_docs)
         self.n_features = n
