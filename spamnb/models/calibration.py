@@ -39,9 +39,11 @@ OUTLIER_SHARE = 1e-6
 HAM_LOSS = 0.001
 
 
-def softplus(x: float) -> float:
-    """log(1 + e^x) without overflow (numpy's logaddexp(0, x))."""
-    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+def log_sigmoids(s: float) -> tuple[float, float]:
+    """log sigmoid(s) and log sigmoid(-s) (log P and log(1 - P)) without overflow, from one
+    exp and one log1p."""
+    soft = math.log1p(math.exp(-abs(s)))  # log(1 + e^-|s|)
+    return (-soft, -(s + soft)) if s >= 0 else (s - soft, -soft)
 
 
 def log_add(u: float, v: float) -> float:
@@ -80,7 +82,7 @@ def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: i
         for zi, ti in zip(z, t, strict=True):
             s = a * zi + b
             p = probability(s)
-            log_p, log_not_p = -softplus(-s), -softplus(s)
+            log_p, log_not_p = log_sigmoids(s)
             # With q = outlier + keep p, the sigmoid's share of q and of 1 - q, in logs so that
             # no p or 1 - p that rounds to 0 divides: dq/q = (1 - p) in_q, dq/(1 - q) = p in_not_q.
             in_q = probability(log_keep + log_p - log_outlier)
@@ -117,8 +119,9 @@ def log_loss(z: list[float], t: list[float], a: float, b: float, log_outlier: fl
     total = 0.0
     for zi, ti in zip(z, t, strict=True):
         s = a * zi + b
-        log_q = log_add(log_outlier, log_keep - softplus(-s))
-        log_not_q = log_add(log_outlier, log_keep - softplus(s))
+        log_p, log_not_p = log_sigmoids(s)
+        log_q = log_add(log_outlier, log_keep + log_p)
+        log_not_q = log_add(log_outlier, log_keep + log_not_p)
         total += ti * log_q + (1 - ti) * log_not_q
     return -total
 

@@ -67,6 +67,11 @@ class Counts2:
         return self.items[cls :: 2] if self.fortran else self.items[cls * self.n : (cls + 1) * self.n]
 
 
+# make_resident builds its dicts this many tokens at a time: one call over a whole vocabulary
+# holds the interpreter's lock for ~50 ms, while a server's other threads wait to answer requests.
+SLICE = 1 << 13
+
+
 class OneModel:
     """A model file opened to score single messages: mapped (or read whole: `hold`, `whole`, see
     npzview.open_members), validated.  `scoring`: scored with it instead of the file's
@@ -155,25 +160,33 @@ class OneModel:
         """Every token's counts in a dict, for a model that scores many messages (`spamnb serve`):
         the binary search of the mapped vocabulary, in Python, was most of a message's time.
         For a `per_token` event model, every token's entry instead (`entries_of`), each computed
-        once per distinct pair of message counts.  Left as it is when the token blob does not
-        split into the tokens the offsets say."""
-        n = len(self.vocab)
-        blob = self.vocab.data()
-        if not n or blob_offsets(blob) != list(self.vocab.offsets):
+        once per distinct pair of message counts.  The blob splits into the tokens the offsets
+        say: `trust.check_values` checked that of this version of the file."""
+        if not len(self.vocab):
             return
-        names = blob.decode("utf-8", "surrogatepass").split("\n")
+        names = self.vocab.data().decode("utf-8", "surrogatepass").split("\n")
+        n = len(names)
         if self.event.per_token:
             entry, docs = self.event.entry, self.docs
-            pairs = list(zip(self.df.row(HAM), self.df.row(SPAM), strict=True))
-            kept = {pair: entry(*pair, docs) for pair in set(pairs)}
-            self._entries = dict(zip(names, map(kept.__getitem__, pairs), strict=True))
+            hams, spams = self.df.row(HAM), self.df.row(SPAM)
+            pairs: set[tuple[int, int]] = set()
+            for i in range(0, n, SLICE):
+                pairs.update(zip(hams[i : i + SLICE], spams[i : i + SLICE], strict=True))
+            kept = {pair: entry(*pair, docs) for pair in pairs}
+            entries: dict[str, tuple] = {}
+            for i in range(0, n, SLICE):
+                entries.update(zip(names[i : i + SLICE], map(kept.__getitem__, zip(hams[i : i + SLICE], spams[i : i + SLICE], strict=True)), strict=True))
             for name, counts in self.now().items():  # the journal's tokens: the model's counts and the journal's
-                self._entries[name] = entry(counts[2], counts[3], docs)
+                entries[name] = entry(counts[2], counts[3], docs)
+            self._entries = entries
             return
         rows = [self.tf.row(HAM), self.tf.row(SPAM), self.df.row(HAM), self.df.row(SPAM)]
         if self.weighted is not None:
             rows += [self.weighted[0].row(HAM), self.weighted[0].row(SPAM)]
-        self._table = dict(zip(names, zip(*rows, strict=True), strict=True))
+        table: dict[str, tuple[int, ...]] = {}
+        for i in range(0, n, SLICE):
+            table.update(zip(names[i : i + SLICE], zip(*(row[i : i + SLICE] for row in rows), strict=True), strict=True))
+        self._table = table
 
     def weighted_sums(self, a: dict[str, npzview.Array], n: int) -> tuple[Counts2, list[list[float]]]:
         """A weighted model's per-token sums (store.to_arrays' `weighted`) and their sums over the

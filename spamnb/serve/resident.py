@@ -4,7 +4,10 @@
 appends to its journal: either changes what `os.stat` says of the model or of its
 journal, so each request compares those stats with the ones the open model was read
 at and reopens the model when they differ.  A request holds the model it started
-with to its end, so none ever sees half of one.  Models are read whole, not mapped
+with to its end, so none ever sees half of one.  The first request to see a change
+reads the new model and is answered with it; requests that come while it reads are
+answered with the model read before (the read is 0.2-0.3 s of CPU), and every request
+after the read with the new one.  Models are read whole, not mapped
 (`onemessage.open_model(resident=True)`): a copy written over the file by hand (`cp`,
 not a rename) would cut a mapping short under the requests, and a worker reading it
 would die of SIGBUS.  A file read while it is being written is damaged: an error for
@@ -43,32 +46,40 @@ class Resident:
         self.lock = threading.Lock()
         # path -> (stamp, model, its journal's path: found once per opening, a real path costs a stat per folder)
         self.open: OrderedDict[str, tuple[tuple, object, str]] = OrderedDict()
+        self.readers: dict[str, threading.Lock] = {}  # path -> held by the thread reading that model
 
     def get(self, path: str) -> object:
-        """The model at `path` (onemessage.open_model's), reopened if the file or its journal changed."""
+        """The model at `path` (onemessage.open_model's), reopened if the file or its journal changed;
+        while another thread reopens it, the model open before."""
         held = self.open.get(path)
         try:
-            stamp = stamp_of(path, held[2]) if held is not None else None
+            if held is not None and held[0] == stamp_of(path, held[2]):
+                if len(self.open) > 1:
+                    with self.lock:
+                        if path in self.open:
+                            self.open.move_to_end(path)
+                return held[1]
             with self.lock:
+                reader = self.readers.setdefault(path, threading.Lock())
+            # One thread reads a changed model; the others go on with the one they had rather
+            # than wait for the read, and wait only where none is open.
+            if not reader.acquire(blocking=held is None):
+                return held[1]  # type: ignore[index]
+            try:
                 held = self.open.get(path)
-                if held is not None and stamp is None:  # opened while this thread waited (none was open before)
-                    stamp = stamp_of(path, held[2])
-                if held is not None and held[0] == stamp:
-                    self.open.move_to_end(path)
-                    return held[1]
-                # One thread reopens while the others wait for it: a reopen costs more than waiting.
-                # The old model goes first: read beside it, the new one would take fresh memory
-                # and leave the old one's free in the heap, for good (requests scoring with it keep it).
-                self.open.pop(path, None)
-                held = None
-                journal_file = journal.journal_path(path)
+                journal_file = held[2] if held is not None else journal.journal_path(path)
                 stamp = stamp_of(path, journal_file)
+                if held is not None and held[0] == stamp:  # read by the thread this one waited for
+                    return held[1]
                 model = onemessage.open_model(path, resident=True)
-                self.open[path] = (stamp, model, journal_file)
-                self.open.move_to_end(path)
-                while len(self.open) > self.limit:
-                    self.open.popitem(last=False)
+                with self.lock:
+                    self.open[path] = (stamp, model, journal_file)
+                    self.open.move_to_end(path)
+                    while len(self.open) > self.limit:
+                        self.readers.pop(self.open.popitem(last=False)[0], None)
                 return model
+            finally:
+                reader.release()
         except FileNotFoundError:
             raise ModelError(f"{path}: no such model file") from None
 
