@@ -9,7 +9,8 @@
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
  * apostrophes, dots and hyphens.  Words of min_len..max_len characters that are not in
  * `stop` are kept, in order; then, for each word longer than max_len, "skip:" + its first
- * character + its length in tens.  Plain CPython C API, no other dependency.
+ * character + its length in tens; each after `prefix` (a header field's name and colon).
+ * Plain CPython C API, no other dependency.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -101,6 +102,17 @@ skip_token(Py_UCS4 first, Py_ssize_t length)
     return out;
 }
 
+/* `prefix` + `item` (a new reference, NULL on error), `item`'s reference dropped. */
+static PyObject *
+after_prefix(PyObject *prefix, PyObject *item)
+{
+    if (item == NULL || PyUnicode_GET_LENGTH(prefix) == 0)
+        return item;
+    PyObject *out = PyUnicode_Concat(prefix, item);
+    Py_DECREF(item);
+    return out;
+}
+
 /* Append `item` to `list` and drop the reference; -1 on error. */
 static int
 append_new(PyObject *list, PyObject *item)
@@ -115,8 +127,8 @@ append_new(PyObject *list, PyObject *item)
 PyDoc_STRVAR(words_doc,
 "words(text, min_len, max_len, stop, prefix='') -> list[str]\n\n"
 "The words of `text` (runs of letters joined by inner ' . -) of min_len..max_len characters\n"
-"and not in the set `stop` (or None), each after `prefix`; then skip:<first><length in tens>\n"
-"for each word longer than max_len.");
+"and not in the set `stop` (or None); then skip:<first><length in tens> for each word longer\n"
+"than max_len; each after `prefix`.");
 
 static PyObject *
 words(PyObject *module, PyObject *args)
@@ -164,7 +176,7 @@ words(PyObject *module, PyObject *args)
         if (length > hi) {
             if (skips == NULL && (skips = PyList_New(0)) == NULL)
                 goto fail;
-            if (append_new(skips, skip_token(PyUnicode_READ(kind, data, start), length)) < 0)
+            if (append_new(skips, after_prefix(prefix, skip_token(PyUnicode_READ(kind, data, start), length))) < 0)
                 goto fail;
             continue;
         }
@@ -185,12 +197,7 @@ words(PyObject *module, PyObject *args)
                     goto fail;
                 continue;
             }
-            if (PyUnicode_GET_LENGTH(prefix) == 0)
-                word = bare;
-            else {
-                word = PyUnicode_Concat(prefix, bare);
-                Py_DECREF(bare);
-            }
+            word = after_prefix(prefix, bare);
         }
         if (word == NULL)
             goto fail;
