@@ -62,6 +62,8 @@ def test_bad_arguments_are_python_errors() -> None:
         tokens.SCANNER("text", 0, 40, None)
     with pytest.raises(ValueError):
         tokens.SCANNER("text", 5, 4, None)
+    with pytest.raises(ValueError):  # lowering is for one-byte text only
+        tokens.SCANNER("\u0100", 1, 4, None, "", True)
 
 
 # Characters of every kind: letters and digits of many scripts, the joiners, `_`, white
@@ -99,6 +101,20 @@ def test_a_prefix_goes_before_each_token(text: str, prefix: str, stop: bool, lo:
     stops = stopword_set() if stop else None
     bare = tokens.SCANNER(text, lo, hi, stops)
     assert tokens.SCANNER(text, lo, hi, stops, prefix) == [prefix + w for w in bare]
+
+
+LATIN1 = st.characters(max_codepoint=255)
+
+
+@needs_scanner
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(LATIN1, max_size=200), st.lists(st.sampled_from(["É", "ß", "ÿ", "µ", "Ä" * 45, "A-B", "x.Y", " "]), max_size=30).map("".join)), st.text(ANY_CHAR, max_size=12), st.booleans(), st.integers(1, 3), st.integers(3, 45))
+@example("".join(chr(c) + "a " for c in range(256)), "", False, 1, 40)  # every one-byte character
+def test_the_scanner_lowers_one_byte_text_as_str_lower(text: str, prefix: str, stop: bool, lo: int, hi: int) -> None:
+    stops = stopword_set() if stop else None
+    lowered = tokens.SCANNER(text, lo, hi, stops, prefix, True)
+    assert lowered == tokens.SCANNER(text.lower(), lo, hi, stops, prefix)
+    assert [w.isascii() for w in lowered] == [w.isascii() for w in tokens.SCANNER(text.lower(), lo, hi, stops, prefix)]
 
 
 # Text of tags half made: openers and closers alone, doubled, around characters of every kind.

@@ -10,7 +10,10 @@
  * apostrophes, dots and hyphens.  Words of min_len..max_len characters that are not in
  * `stop` are kept, in order; then, for each word longer than max_len, "skip:" + its first
  * character + its length in tens; each after `prefix` (a header field's name and colon).
- * Plain CPython C API, no other dependency.
+ * With `lower`, the words of a one-byte (Latin-1) text are lowered as they are copied out:
+ * those of text.lower(), which is Latin-1 again, character for character, with the same
+ * letters (so no lowered copy of the whole text is made).  Plain CPython C API, no other
+ * dependency.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,6 +33,8 @@ static inline int is_joiner(Py_UCS4 ch)
 
 /* Letters and digits of the one-byte kind (Latin-1), looked up: most text is of that kind. */
 static unsigned char latin1_alnum[256];
+/* Each Latin-1 character's lowercase, which is Latin-1 too (str.lower of a one-byte text). */
+static Py_UCS1 latin1_lower[256];
 
 /* The next word of s[i:n]: its end, and its start at *start; -1 where there is none.  One
  * function per kind, so that the loops read the characters without a test of the kind. */
@@ -55,22 +60,44 @@ NEXT_WORD(next_word_1, Py_UCS1, LATIN1_LETTER)
 NEXT_WORD(next_word_2, Py_UCS2, is_letter)
 NEXT_WORD(next_word_4, Py_UCS4, is_letter)
 
-/* text[start:end], with `prefix` before it when prefix is not empty. */
+/* text[start:end] of a one-byte text, lowered: made of the smallest kind that holds it. */
 static PyObject *
-word_string(PyObject *text, int ascii, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix)
+lowered_latin1(const Py_UCS1 *data, Py_ssize_t start, Py_ssize_t end)
+{
+    Py_UCS1 maxchar = 0;
+    for (Py_ssize_t i = start; i < end; i++)
+        if (latin1_lower[data[i]] > maxchar)
+            maxchar = latin1_lower[data[i]];
+    PyObject *out = PyUnicode_New(end - start, maxchar);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *dest = PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t i = start; i < end; i++)
+        *dest++ = latin1_lower[data[i]];
+    return out;
+}
+
+/* text[start:end] (lowered, with `lower`: text is then one-byte), with `prefix` before it
+ * when prefix is not empty. */
+static PyObject *
+word_string(PyObject *text, int ascii, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix, int lower)
 {
     Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
     if (ascii && (plen == 0 || PyUnicode_IS_ASCII(prefix))) {
         PyObject *out = PyUnicode_New(plen + end - start, 127);
         if (out == NULL)
             return NULL;
-        char *dest = (char *)PyUnicode_DATA(out);
+        Py_UCS1 *dest = PyUnicode_1BYTE_DATA(out);
         if (plen)
             memcpy(dest, PyUnicode_DATA(prefix), (size_t)plen);
-        memcpy(dest + plen, (const char *)data + start, (size_t)(end - start));
+        if (lower)
+            for (Py_ssize_t i = start; i < end; i++)
+                dest[plen + i - start] = latin1_lower[((const Py_UCS1 *)data)[i]];
+        else
+            memcpy(dest + plen, (const char *)data + start, (size_t)(end - start));
         return out;
     }
-    PyObject *word = PyUnicode_Substring(text, start, end);
+    PyObject *word = lower ? lowered_latin1(data, start, end) : PyUnicode_Substring(text, start, end);
     if (word == NULL || plen == 0)
         return word;
     PyObject *out = PyUnicode_Concat(prefix, word);
@@ -125,17 +152,18 @@ append_new(PyObject *list, PyObject *item)
 }
 
 PyDoc_STRVAR(words_doc,
-"words(text, min_len, max_len, stop, prefix='') -> list[str]\n\n"
+"words(text, min_len, max_len, stop, prefix='', lower=False) -> list[str]\n\n"
 "The words of `text` (runs of letters joined by inner ' . -) of min_len..max_len characters\n"
 "and not in the set `stop` (or None); then skip:<first><length in tens> for each word longer\n"
-"than max_len; each after `prefix`.");
+"than max_len; each after `prefix`.  With `lower` (one-byte text only), those of text.lower().");
 
 static PyObject *
 words(PyObject *module, PyObject *args)
 {
     PyObject *text, *stop, *prefix = NULL;
     Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "UnnO|U:words", &text, &lo, &hi, &stop, &prefix))
+    int lower = 0;
+    if (!PyArg_ParseTuple(args, "UnnO|Up:words", &text, &lo, &hi, &stop, &prefix, &lower))
         return NULL;
 #if PY_VERSION_HEX < 0x030C0000
     /* Before 3.12 a str made by the legacy API may not be in its compact form yet. */
@@ -150,6 +178,10 @@ words(PyObject *module, PyObject *args)
     }
     if (lo < 1 || hi < lo) {
         PyErr_SetString(PyExc_ValueError, "need 1 <= min_len <= max_len");
+        return NULL;
+    }
+    if (lower && PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND) {
+        PyErr_SetString(PyExc_ValueError, "lower needs a one-byte text");
         return NULL;
     }
     PyObject *empty = PyUnicode_New(0, 0);
@@ -176,7 +208,8 @@ words(PyObject *module, PyObject *args)
         if (length > hi) {
             if (skips == NULL && (skips = PyList_New(0)) == NULL)
                 goto fail;
-            if (append_new(skips, after_prefix(prefix, skip_token(PyUnicode_READ(kind, data, start), length))) < 0)
+            Py_UCS4 first = PyUnicode_READ(kind, data, start);
+            if (append_new(skips, after_prefix(prefix, skip_token(lower ? latin1_lower[first] : first, length))) < 0)
                 goto fail;
             continue;
         }
@@ -184,10 +217,10 @@ words(PyObject *module, PyObject *args)
             continue;
         PyObject *word;
         if (stop == NULL)
-            word = word_string(text, ascii, data, start, i, prefix);
+            word = word_string(text, ascii, data, start, i, prefix, lower);
         else {
             /* Stopwords are bare words, as the pure path tests them before any prefix. */
-            PyObject *bare = word_string(text, ascii, data, start, i, empty);
+            PyObject *bare = word_string(text, ascii, data, start, i, empty, lower);
             if (bare == NULL)
                 goto fail;
             int found = PySet_Contains(stop, bare);
@@ -297,7 +330,9 @@ PyInit__ctokens(void)
 {
     for (int c = 0; c < 128; c++)
         ascii_alnum[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    for (int c = 0; c < 256; c++)
+    for (int c = 0; c < 256; c++) {
         latin1_alnum[c] = (unsigned char)is_letter((Py_UCS4)c);
+        latin1_lower[c] = (Py_UCS1)Py_UNICODE_TOLOWER((Py_UCS4)c);
+    }
     return PyModule_Create(&module);
 }

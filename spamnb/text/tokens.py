@@ -338,14 +338,19 @@ class Tokenizer:
 
     def compiled_words(self, text: str, prefix: str = "") -> list[str]:
         """`words`, the scanning in C (SCANNER): the same rules, so the same words."""
-        if self.settings.lowercase:
+        # A one-byte text (ASCII or Latin-1, as most mail is) the scanner lowers word by word
+        # as it copies them out, sparing a lowered copy of the whole text; any other is
+        # lowered here.
+        one_byte = text.isascii() or encodes(text, "latin-1")
+        lower = self.settings.lowercase
+        if lower and not one_byte:
             text = text.lower()
         # CJK letters are neither ASCII nor in EIGHT_BIT_CHARSETS: a text all in one of
         # those (most non-ASCII mail; told in C by encoding it) holds none and needs no
         # search, a pass of the regex engine over the whole text.
-        if not text.isascii() and not any(encodes(text, charset) for charset in EIGHT_BIT_CHARSETS) and CJK.search(text):
+        if not one_byte and not any(encodes(text, charset) for charset in EIGHT_BIT_CHARSETS) and CJK.search(text):
             text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
-        return self._scan(text, self.settings.min_len, self.settings.max_len, self._stop_or_none, prefix)
+        return self._scan(text, self.settings.min_len, self.settings.max_len, self._stop_or_none, prefix, lower and one_byte)
 
     def words(self, text: str, prefix: str = "") -> list[str]:
         """The words of a text (see word_pattern) within the length bounds, less stopwords,
