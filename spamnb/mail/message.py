@@ -11,7 +11,6 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterator
-from operator import itemgetter
 
 from spamnb.mail.lazy import Lazy
 from spamnb.mail.mimelimits import MAX_CONTENT_TYPE_CHARS, MAX_LINES, MAX_MESSAGES, capped
@@ -72,21 +71,24 @@ LINE, NEWLINE = r"[^\r\n]*+", r"(?:\r\n|\r|\n)"
 LINE_LF, NEWLINE_LF = r".*+", r"\n"
 
 
-def field_patterns(line: str, newline: str) -> tuple[Lazy, Lazy]:
-    """A field (its name and colon, the rest of its line and its continuation lines), and a run of them.
+def header_pattern(line: str, newline: str) -> Lazy:
+    """A field (its name and colon, the rest of its line and its continuation lines), or else
+    what follows the fields: a blank line's line end, if any, and the rest of the text.
 
     The field's groups are its name and its value as compat32's header_source_parse
     makes it: without the blanks after the colon (lstrip) and the last line end (rstrip
     of CR and LF, which no line holds but at its end).  Cut by the pattern, not by a
-    pass of lstrip and rstrip over every field, which is slower.
+    pass of lstrip and rstrip over every field, which is slower.  Its findall from the
+    start of a text is the header block's fields back to back, then at most one match of
+    the second kind (it matches wherever a field does not but at the end): the block's
+    fields and where they end in one pass of the regex engine.
     """
-    field = Lazy(rf"([\041-\071\073-\176]++):[ \t]*+({line}(?:{newline}[\t ]{line})*+)(?:{newline}|\Z)")
-    return field, Lazy(rf"(?:{field.pattern})*+")
+    field = rf"([\041-\071\073-\176]++):[ \t]*+({line}(?:{newline}[\t ]{line})*+)(?:{newline}|\Z)"
+    return Lazy(rf"{field}|(?s:(?=.)({newline})?+(.*))")
 
 
-HEADER_FIELD, HEADER_FIELDS = field_patterns(LINE, NEWLINE)
-HEADER_FIELD_LF, HEADER_FIELDS_LF = field_patterns(LINE_LF, NEWLINE_LF)
-BLANK = Lazy(r"\r\n|\r|\n")
+HEADER_BLOCK = header_pattern(LINE, NEWLINE)
+HEADER_BLOCK_LF = header_pattern(LINE_LF, NEWLINE_LF)
 
 
 def single_part_of(msg: Any) -> Any:
@@ -103,20 +105,18 @@ def read_part(text: str) -> Any:
     Message (mime.single_part)."""
     if text.startswith((" ", "\t")):  # a first line that is a continuation
         return None
-    field, fields = (HEADER_FIELD, HEADER_FIELDS) if "\r" in text else (HEADER_FIELD_LF, HEADER_FIELDS_LF)
-    pos = fields.match(text).end()
-    # Back to back, so each field in turn; compat32's header_source_parse on the field's
-    # lines at once.
-    headers = field.findall(text, 0, pos)
-    # Only a value longer than this can be cut (calling `capped` on each is not free).
-    if max(map(len, map(itemgetter(1), headers)), default=0) > MAX_CONTENT_TYPE_CHARS:
-        headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in headers]
+    found = (HEADER_BLOCK if "\r" in text else HEADER_BLOCK_LF).findall(text)
+    # A field's name is never empty: a last match without one is what follows the fields.
+    blank, payload = found.pop()[2:] if found and not found[-1][0] else ("", "")
     # The first line that is not a field.  headerRE would also take these two (and
     # a continuation, but each field took its own): an envelope line, a nameless field.
-    if text.startswith(("From ", ":"), pos):
+    if not blank and payload.startswith(("From ", ":")):
         return None
-    blank = BLANK.match(text, pos)
-    payload = text[blank.end() if blank else pos :]
+    # compat32's header_source_parse on each field's lines at once.
+    headers = [(name, value) for name, value, _, _ in found]
+    # Only a value longer than this can be cut (calling `capped` on each is not free).
+    if any(len(value) > MAX_CONTENT_TYPE_CHARS for _, value in headers):
+        headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in headers]
     msg = SinglePart(headers, payload)
     if not msg.plain():
         from spamnb.mail import mime
