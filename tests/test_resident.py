@@ -14,9 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from spamnb.pipe import onemessage
+from spamnb.mail.sources import Message
+from spamnb.models import store
+from spamnb.models.model import Model
+from spamnb.pipe import learnone, onemessage
+from spamnb.run import classifier
 from spamnb.serve import resident
 from spamnb.serve.resident import Resident
+from spamnb.text.tokens import TokenSettings
+from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail
 from tests.test_pipe import small_model
 
 # Longest a thread of these tests may take before it counts as stuck (the tests assert
@@ -124,3 +130,38 @@ def test_a_request_that_saw_the_model_before_a_switch_does_not_read_it_again(mod
     slow.join(STUCK)
     assert out and out[0] in (before, after) and reads.count == 1
     assert models.get(str(model)) is after and reads.count == 1
+
+
+def trained(folder: Path, event: str) -> Path:
+    """A model of the shared generated corpus scored by `event` (Fisher's entries per token, or counts)."""
+    path = folder / f"{event}.npz"
+    model = store.empty_model(TokenSettings(), Model().scoring.replace(event=event))
+    items = [Message(f"spam{i}", m, "spam") for i, m in enumerate(fake_corpus(SPAM_WORDS, 12, seed=1))]
+    items += [Message(f"ham{i}", m, "ham") for i, m in enumerate(fake_corpus(HAM_WORDS, 12, seed=2))]
+    classifier.learn(model, items)
+    store.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("event", ["fisher", "multinomial"])
+def test_a_learn_is_taken_without_reading_the_model_file_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, event: str) -> None:
+    """TELL appends to the journal: every worker takes the journal as it now is, the file's part
+    of the model shared (a read of the file costs 0.2-0.3 s of CPU per worker), and scores as a
+    model opened afresh does; a request holding the model from before still scores as before."""
+    path = str(trained(tmp_path, event))
+    mail = [*fake_corpus(SPAM_WORDS, 6, seed=7), *fake_corpus(HAM_WORDS, 6, seed=8), make_mail("new words", "zebra quokka viagra meeting\n")]
+    fresh = onemessage.open_model
+    models = Resident()
+    first = models.get(path)
+    scored_first = [onemessage.verdict_of(first, m, reasons=3) for m in mail]
+    reads = Reads(monkeypatch)
+    # Learnt anew, moved to the other class, forgotten (counts go down), a new token: each a TELL.
+    for data, label in ((mail[0], "spam"), (mail[7], "ham"), (mail[-1], "spam"), (mail[7], "spam"), (mail[0], None), (mail[-1], "ham")):
+        learnone.learn_data(path, data, label)
+        now = models.get(path)
+        assert reads.count == 0
+        again = fresh(path, resident=True)
+        assert [onemessage.verdict_of(now, m, reasons=3) for m in mail] == [onemessage.verdict_of(again, m, reasons=3) for m in mail]
+        assert now.docs == again.docs and now.scoring == again.scoring
+    assert [onemessage.verdict_of(first, m, reasons=3) for m in mail] == scored_first
+    assert Path(path + ".journal").read_bytes().startswith(b"SPAMNBJ1")  # the learns went to the journal

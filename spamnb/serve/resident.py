@@ -7,7 +7,8 @@ at and reopens the model when they differ.  A request holds the model it started
 with to its end, so none ever sees half of one.  The first request to see a change
 reads the new model and is answered with it; requests that come while it reads are
 answered with the model read before (the read is 0.2-0.3 s of CPU), and every request
-after the read with the new one.  Models are read whole, not mapped
+after the read with the new one.  Where only the journal changed (a learn), the file is
+not read again: the model takes the journal as it now is (`OneModel.journal_reread`).  Models are read whole, not mapped
 (`onemessage.open_model(resident=True)`): a copy written over the file by hand (`cp`,
 not a rename) would cut a mapping short under the requests, and a worker reading it
 would die of SIGBUS.  A file read while it is being written is damaged: an error for
@@ -71,7 +72,11 @@ class Resident:
                 stamp = stamp_of(path, journal_file)
                 if held is not None and held[0] == stamp:  # read by the thread this one waited for
                     return held[1]
-                model = onemessage.open_model(path, resident=True)
+                model = None
+                if held is not None and held[0][:4] == stamp[:4] and isinstance(held[1], onemessage.OneModel):
+                    model = held[1].journal_reread()  # a learn: the file itself is as it was read
+                if model is None:
+                    model = onemessage.open_model(path, resident=True)
                 with self.lock:
                     self.open[path] = (stamp, model, journal_file)
                     self.open.move_to_end(path)
