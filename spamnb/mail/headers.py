@@ -74,7 +74,10 @@ def split_lf(data: bytes) -> tuple[bytes, bytes, bytes]:
     # mail.  (An LF CR LF before an
     # LF LF at i starts at most at i - 2, and so ends before i + 2.)
     lf = data.find(b"\n\n")
-    ends = [i for i in (lf, data.find(b"\n\r\n", 0, len(data) if lf < 0 else lf + 2)) if i >= 0]
+    end = len(data) if lf < 0 else lf + 2
+    # An LF CR LF holds a CR: a search for one byte spares LF-only mail the three-byte one.
+    crlf = data.find(b"\n\r\n", 0, end) if data.find(b"\r", 0, end) >= 0 else -1
+    ends = [i for i in (lf, crlf) if i >= 0]
     if not ends:
         return envelope, data, b""
     newline_end = min(ends) + 1

@@ -253,10 +253,11 @@ class SinglePart:
         self.content_type: str | None = None
         self.encoding: str | None = None
         for name, value in headers:  # the first field of each name, as Message.get finds it
-            low = name.lower()
-            if low == "content-type" and self.content_type is None:
+            # Only a name of either's length is lowered (lower keeps an ASCII name's length;
+            # any other cannot lower to either).
+            if len(name) == 12 and self.content_type is None and name.lower() == "content-type":
                 self.content_type = value
-            elif low == "content-transfer-encoding" and self.encoding is None:
+            elif len(name) == 25 and self.encoding is None and name.lower() == "content-transfer-encoding":
                 self.encoding = value
 
     def plain(self) -> bool:
@@ -338,13 +339,30 @@ def unquote(value: str) -> str:
     return value
 
 
+# Each charset name's codec name (codecs.lookup normalises the name on every call); at most
+# CODEC_MEMO names, forgotten all at once.
+_codec_names: dict[str, str] = {}
+CODEC_MEMO = 1024
+
+
+def codec_name(charset: str) -> str:
+    """codecs.lookup(charset).name (raises as that does)."""
+    name = _codec_names.get(charset)
+    if name is None:
+        name = codecs.lookup(charset).name
+        if len(_codec_names) >= CODEC_MEMO:
+            _codec_names.clear()
+        _codec_names[charset] = name
+    return name
+
+
 def decode_bytes(data: bytes, charset: str | None) -> str:
     """Decode with the declared charset, falling back when it is unknown or lies."""
     for candidate in (charset, "utf-8"):
         if not candidate:
             continue
         try:
-            if codecs.lookup(candidate).name in SLOW_CODECS:
+            if codec_name(candidate) in SLOW_CODECS:
                 continue
             return data.decode(candidate)
         except (LookupError, UnicodeDecodeError, ValueError):
