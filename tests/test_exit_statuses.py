@@ -132,6 +132,12 @@ def has_workers(pid: int) -> bool:
     return bool(Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
 
 
+def ctrl_c_as_at_a_terminal() -> None:
+    """SIGINT at its default in the child, as a terminal starts a program: a test run started
+    in the background (`make test &`) hands its children SIGINT ignored, which Python keeps."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupted(args: list[str], ready: Callable[[int], bool]) -> subprocess.CompletedProcess[bytes]:
     """Run spamnb ARGS in a session of its own and, once `ready(pid)`, Ctrl-C it.
 
@@ -139,7 +145,9 @@ def interrupted(args: list[str], ready: Callable[[int], bool]) -> subprocess.Com
     or move on before the SIGINT: that waits while it is stopped and is the first thing it
     meets when it continues.  No timing: each wait is for what the child does or is.
     """
-    proc = subprocess.Popen([str(SPAMNB), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(SPAMNB), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ctrl_c_as_at_a_terminal
+    )
     while not ready(proc.pid):
         assert proc.poll() is None, f"spamnb ended before it was ready: {proc.communicate()}"
         time.sleep(0.01)
