@@ -28,15 +28,16 @@ from spamnb.pipe import onemessage
 USER_MODELS = 16
 
 
-def stamp_of(path: str, journal_file: str) -> tuple:
-    """What changes when the model file or its journal does (FileNotFoundError: no model)."""
+def stamp_of(path: str, journal_file: str) -> tuple[tuple, tuple]:
+    """What changes when the model file or its journal does, apart: (the file's, the journal's)
+    (FileNotFoundError: no model)."""
     st = os.stat(path)
     try:
         js = os.stat(journal_file)
         jour: tuple = (js.st_ino, js.st_size, js.st_mtime_ns)
     except FileNotFoundError:
         jour = ()
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, *jour)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), jour
 
 
 class Resident:
@@ -73,7 +74,7 @@ class Resident:
                 if held is not None and held[0] == stamp:  # read by the thread this one waited for
                     return held[1]
                 model = None
-                if held is not None and held[0][:4] == stamp[:4] and isinstance(held[1], onemessage.OneModel):
+                if held is not None and held[0][0] == stamp[0] and isinstance(held[1], onemessage.OneModel):
                     model = held[1].journal_reread()  # a learn: the file itself is as it was read
                 if model is None:
                     model = onemessage.open_model(path, resident=True)
