@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spamnb.mail import imap
-from spamnb.mail.sources import HEADROOM, Message, SourceError
+from spamnb.mail.headers import HEADROOM
+from spamnb.mail.sources import Message, SourceError
 from tests import dovecot
 from tests.conftest import HAM_WORDS, SPAM_WORDS, fake_corpus, make_mail
 

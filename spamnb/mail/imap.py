@@ -2,7 +2,7 @@
 
 Read-only for sources: the folder is EXAMINEd and messages fetched with BODY.PEEK, so
 no flag changes; streamed in batches bounded in bytes, each message fetched to at
-most the local readers' cap (`sources.read_cap`).  The server sends CRLF line ends;
+most the local readers' cap (`items.read_cap`).  The server sends CRLF line ends;
 they become LF, as Dovecot stores a maildir, so a message's digest is the same read
 either way.
 
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from spamnb.mail.sources import Item, Message, Problem, SourceError, read_cap
+from spamnb.mail.items import Item, Message, Problem, SourceError, read_cap
 
 SCHEMES = {"imaps": 993, "imap": 143}
 TIMEOUT = 60.0  # seconds a server may take to answer one command

@@ -22,26 +22,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 from spamnb.mail import headers
+from spamnb.mail.items import Item, Message, Problem, SourceError, read_cap
 
 LABELS = ("ham", "spam")
 T = TypeVar("T")
-
-
-class Message(NamedTuple):
-    id: str
-    data: bytes
-    label: str | None = None
-
-
-class Problem(NamedTuple):
-    """A message or file that could not be read; `reason` is one line."""
-
-    id: str
-    reason: str
-    label: str | None = None
-
-
-Item = Message | Problem
 
 
 class Located(NamedTuple):
@@ -49,10 +33,6 @@ class Located(NamedTuple):
 
     path: str
     label: str | None = None
-
-
-class SourceError(Exception):
-    """A source named on the command line cannot be used at all."""
 
 
 # An mbox separator: `From ` at the start of a line, after a blank line (or at the
@@ -63,14 +43,8 @@ ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 # Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
 MARKED_LINE = re.compile(rb"^>*From ", re.M)
 BLOCK = 1 << 16
-HEADROOM = headers.HEADROOM
 NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
 STDIN_NOTICE = "spamnb: reading one message from stdin; Ctrl-D to end"
-
-
-def read_cap(max_bytes: int | None) -> int | None:
-    """Bytes kept of one message for a tokeniser capped at `max_bytes` (None: all)."""
-    return None if max_bytes is None else max_bytes + HEADROOM
 
 
 def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: bytes = b"", cap: int | None = None) -> Iterator[Message]:

@@ -188,10 +188,10 @@ def open_model(path: str) -> io.BufferedReader:
 def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = (), check=None, hold: bool = False, whole: bool = False) -> tuple[mmap.mmap | bytes, dict[str, Array]]:
     """The file mapped, and its members `names` and those of `optional` it has (without `.npy`) as arrays.
 
-    `check(arrays)`: the validation of the values (`trust.check_values` and the caller's
-    own), run with the checksums of every member unless this version of the file passed
-    both before (`trust.verified`): the pipe pays a pass over a big model once, not per
-    message.  Without `check`, only the checksums.  ModelError for a file that is
+    `check` (`trust.ModelCheck`): `check(arrays)` validates the values, run with the
+    checksums of every member unless this version of the file passed both before
+    (`check.verified`, noted by `check.remember`): the pipe pays a pass over a big model
+    once, not per message.  Without `check`, only the checksums.  ModelError for a file that is
     missing, not a model, or damaged; NotPlain for a zip this reader does not handle.
 
     A mapped file cut short while it is read (`cp other.npz model.npz` onto it) kills the
@@ -203,8 +203,6 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
     serve) it is always read whole: a copy written over the file later cannot reach what was
     read, and no lease makes the copy wait; a read during the copy finds a damaged file.
     """
-    from spamnb.models import trust
-
     file = open_model(path)
     held = hold and lease(file.fileno())
     if held:
@@ -248,13 +246,13 @@ def open_members(path: str, names: tuple[str, ...], optional: tuple[str, ...] = 
                 raise ModelError(f"{path}: damaged spamnb model ({k}: {err})") from err
         st = os.fstat(file.fileno())
         ident = identity(mm)
-        if check is None or not trust.verified(file.fileno(), st, ident):
+        if check is None or not check.verified(file.fileno(), st, ident):
             for name, info in directory.items():
                 if zlib.crc32(memoryview(mm)[spans[name] : spans[name] + info.size]) != info.crc:
                     raise ModelError(f"{path}: damaged spamnb model (checksum of {name.removesuffix('.npy')} does not match)")
             if check is not None:
                 check(arrays)
-                trust.remember(file.fileno(), st, ident)
+                check.remember(file.fileno(), st, ident)
     return mm, arrays
 
 

@@ -202,7 +202,7 @@ def validated(path: str) -> Members | None:
     `onemessage.OneModel` runs it); None for a zip the pipe does not read (`from_arrays`
     checks its arrays).  A ModelError for a model that fails."""
     try:
-        return npzview.open_members(path, REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a))
+        return npzview.open_members(path, REQUIRED, trust.OPTIONAL, check=trust.ModelCheck(path))
     except npzview.NotPlain:
         return None
     except RecursionError as err:

@@ -19,6 +19,8 @@ from operator import lt
 
 from spamnb.bayes import formulas
 from spamnb.bayes.formulas import WEIGHT_SCALE
+from spamnb.models.modelfile import ModelError
+from spamnb.models.npzview import FORMAT, READS, VERSION, Array
 
 # Counts and their sums per class stay below this: exact in a float, and a sum of two
 # models' (merge) or a model's and its journal's still far from int64's end.
@@ -52,9 +54,6 @@ def validate(path: str, a: dict) -> None:
     (`weighted_totals`) those of the sums.  ModelError or ValueError."""
     import json
     import math
-
-    from spamnb.models.modelfile import ModelError
-    from spamnb.models.npzview import FORMAT, READS, VERSION
 
     floats = [k for k, member in a.items() if member.kind == "f" and k not in ("weighted_totals", "history")]
     if floats:
@@ -106,8 +105,6 @@ def history_of(a: dict) -> list[tuple[float, int]]:
 def check_score(p: float) -> float:
     """P(spam) as every path reports it: a number in [0, 1], or the model is damaged."""
     if not 0.0 <= p <= 1.0:
-        from spamnb.models.modelfile import ModelError
-
         raise ModelError(f"damaged spamnb model (a score of {p}, not a probability)")
     return p
 
@@ -232,8 +229,6 @@ def of_numpy(arrays: dict) -> dict:
     """numpy arrays as the npzview.Arrays `check_values` takes (their bytes copied)."""
     import sys
 
-    from spamnb.models.npzview import Array
-
     out = {}
     for k, v in arrays.items():
         if v.dtype.kind not in "uif":
@@ -271,3 +266,17 @@ def remember(fd: int, st: os.stat_result, identity: bytes) -> None:
         return
     with contextlib.suppress(OSError, AttributeError):
         os.setxattr(fd, ATTRIBUTE, key_of(st, identity))
+
+
+class ModelCheck:
+    """`npzview.open_members`' `check` for the model file at `path`: `validate` its arrays,
+    once per version of the file (`verified`, `remember`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, arrays: dict) -> None:
+        validate(self.path, arrays)
+
+    verified = staticmethod(verified)
+    remember = staticmethod(remember)

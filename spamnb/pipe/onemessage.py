@@ -80,7 +80,7 @@ class OneModel:
     def __init__(self, path: str, hold: bool = False, whole: bool = False, scoring: Scoring | None = None) -> None:
         self.path = path
         try:
-            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=lambda a: trust.validate(path, a), hold=hold, whole=whole)
+            self._mm, a = npzview.open_members(path, npzview.REQUIRED, trust.OPTIONAL, check=trust.ModelCheck(path), hold=hold, whole=whole)
             blob = a["tokens"]
             if blob.kind != "u" or blob.itemsize != 1 or len(blob.shape) != 1:
                 raise ValueError("tokens not bytes")
