@@ -354,7 +354,9 @@ class EventModel(formulas.Event, ABC):
     def entries(self, table: np.ndarray, rows: Rows, keys: np.ndarray | None) -> Entries:
         row_of = np.repeat(np.arange(len(rows.lengths)), rows.lengths)
         known = rows.cols >= 0
-        order = np.argsort(row_of[known] * len(table) + rows.cols[known])
+        # The keys are distinct (a message's columns are), so any sort gives this order; a
+        # stable one (timsort) takes each message's keys, partly in order already, as runs.
+        order = np.argsort(row_of[known] * len(table) + rows.cols[known], kind="stable")
         at, cols = row_of[known][order], rows.cols[known][order]
         x = self.message_weights(rows.counts, rows.lengths)[known][order]
         if keys is not None:
