@@ -9,7 +9,9 @@ is compared with what their Python source makes of it in a process of its own
   generated texts: letters of many scripts, joiners, NULs, surrogates, CJK, tags' `<` and
     `>`, white space and lines up to 1 MiB, with random length bounds, stopwords and case:
     their words; the scanner's prefix, on the text as the tokeniser gives it to the
-    scanner; and the tag cutter (tokens.CUT_TAGS) against the pattern it stands for;
+    scanner; the tag cutter (tokens.CUT_TAGS) against the pattern it stands for; the
+    token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
+    and the field heads (tokens.HEADS) against the slices they stand for;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -60,7 +62,8 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
-    """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter."""
+    """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
+    the token counter and the field heads on each batch's words."""
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -73,6 +76,7 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             options = {"min_len": lo, "max_len": rng.randint(max(lo, 2), 45), "stopwords": rng.random() < 0.3, "lowercase": rng.random() < 0.7}
             batch.append((random_text(rng), options))
         expected = reference("words", batch)  # type: ignore[operator]
+        counted: list[list[str]] = []
         for (text, options), want in zip(batch, expected, strict=True):
             got = words(text, options)
             prepared = text.lower() if options["lowercase"] else text
@@ -86,7 +90,34 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1
+            counted += [got[1], prefixed] if got[0] == "returned" else [prefixed]
+        every = [t for words in counted for t in words] + [text for text, _ in batch]
+        if not counts_agree(counted) or tokens.HEADS(every) != [t[: t.find(":") + 1] for t in every]:
+            bad += 1
+            print(f"  DIFFERENT counts or heads of the words of texts #{done - len(batch)} to #{done - 1}")
     return bad
+
+
+def counts_agree(token_lists: list[list[str]]) -> bool:
+    """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
+    and each message the same (column, count) entries."""
+    import numpy as np
+
+    from spamnb.bayes import vocabulary
+
+    got = vocabulary.local_rows(token_lists)
+    saved, vocabulary.COUNTED = vocabulary.COUNTED, None
+    try:
+        want = vocabulary.local_rows(token_lists)
+    finally:
+        vocabulary.COUNTED = saved
+
+    def entries(rows: vocabulary.Rows) -> list[list[int]]:
+        row = np.repeat(np.arange(len(rows.lengths)), rows.lengths)
+        order = np.lexsort((rows.cols, row))
+        return [row[order].tolist(), rows.cols[order].tolist(), rows.counts[order].tolist()]
+
+    return got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
 
 
 def mutate(rng: random.Random, data: bytes, other: bytes) -> bytes:
@@ -147,7 +178,9 @@ def main() -> int:
     from tests.test_hostile import HOSTILE
 
     built = [m.__name__ for m in (tokens, message, headers) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
-    if len(built) < 3 or tokens.SCANNER is None or tokens.CUT_TAGS is None:
+    from spamnb.bayes import vocabulary
+
+    if len(built) < 3 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

@@ -19,6 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
+    from typing import Any
 
 
 def interpreted() -> frozenset[str]:
@@ -56,6 +57,19 @@ def run_source_if_asked() -> None:
     names = interpreted() - {SCANNER}  # the tokeniser asks for its scanner itself
     if names and not any(isinstance(finder, SourceFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, SourceFinder(names))
+
+
+def scanner_function(name: str) -> Any:
+    """A function of spamnb/text/_ctokens.c (the word scanner `words`, the tag cutter `tags`,
+    the token counter `counted`, the field heads `heads`), or None: where it was not built, or with SPAMNB_PURE set,
+    the pure-Python path beside its use, which gives the same results."""
+    if SCANNER in interpreted():
+        return None
+    try:
+        from spamnb.text import _ctokens
+    except ImportError:
+        return None
+    return getattr(_ctokens, name)
 
 
 def is_compiled(module: object) -> bool:

@@ -7,6 +7,7 @@ comparison on far more inputs under AddressSanitizer (bench/fuzz_ctokens.py)."""
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from spamnb.bayes import vocabulary
 from spamnb.text import tokens
 from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
@@ -136,6 +138,54 @@ def test_tags_are_cut_as_the_pattern_cuts_them(text: str) -> None:
 def test_the_tag_cutter_takes_a_str_only() -> None:
     with pytest.raises(TypeError):
         tokens.CUT_TAGS(b"<a>bytes")
+
+
+@needs_scanner
+def test_the_token_counter_takes_lists_of_strs_only() -> None:
+    """A str subclass could run Python code (its own __eq__ or __hash__) inside the counting loop."""
+
+    class Word(str):
+        pass
+
+    for bad in ((["a"],), [("a",)], [["a", b"b"]], [["a", Word("b")]], [[1]]):
+        with pytest.raises(TypeError):
+            vocabulary.COUNTED(bad)
+
+
+@needs_scanner
+def test_the_token_counter_counts_past_its_first_allocations() -> None:
+    """More distinct tokens than the counter's first room, messages of one token repeated, empty ones."""
+    lists = [[f"t{i % 9000}" for i in range(m * 700, m * 700 + 700)] * 3 for m in range(40)] + [[], ["x"] * 100_000, []]
+    chunk = vocabulary.local_rows(lists)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vocabulary, "COUNTED", None)
+        pure = vocabulary.local_rows(lists)
+    assert chunk.tokens == pure.tokens and len(chunk.tokens) == 9001
+    assert chunk.rows.lengths.tolist() == pure.rows.lengths.tolist()
+
+    def entries(rows: vocabulary.Rows) -> list[tuple[int, int, int]]:
+        messages = [m for m, length in enumerate(rows.lengths.tolist()) for _ in range(length)]
+        return sorted(zip(messages, rows.cols.tolist(), rows.counts.tolist(), strict=True))
+
+    assert entries(chunk.rows) == entries(pure.rows)
+
+
+@needs_scanner
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.text(ANY_CHAR, max_size=12), st.sampled_from(["subject:a", "subject:b", "subject:", ":", "a:b:c", "\u00e9:x", "\u00e9:y", "中:z", "\U0001f600:w"])), max_size=40))
+def test_field_heads_are_the_slices_up_to_the_first_colon(tokens_: list[str]) -> None:
+    """tokens.HEADS (C) against the pure path's slices, and equal heads in a row one str."""
+    got = tokens.HEADS(tokens_)
+    assert got == [t[: t.find(":") + 1] for t in tokens_]
+    assert all(type(h) is str for h in got)
+    assert all(a is b for a, b in itertools.pairwise(got) if a == b and a)
+
+
+@needs_scanner
+def test_field_heads_take_a_list_of_strs_only() -> None:
+    for bad in (("a:b",), ["a:b", b"c:d"], [1]):
+        with pytest.raises(TypeError):
+            tokens.HEADS(bad)
 
 
 MIME_PIECES = st.sampled_from(

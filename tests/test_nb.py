@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
 
-from spamnb.bayes import events, nb
+from spamnb.bayes import events, nb, vocabulary
 from spamnb.bayes.vocabulary import Rows, Vocabulary, local_rows
 from spamnb.mail.sources import Message
 from spamnb.models import store
@@ -199,10 +199,18 @@ def test_count_rows_drops_unknown_columns_and_sums_repeats() -> None:
 TOKEN_LISTS = st.lists(st.lists(st.sampled_from(["a", "b", "c", "dd", "e-e", "ü", "f"]), max_size=12), max_size=8)
 
 
-@given(TOKEN_LISTS)
-def test_local_rows_are_each_messages_token_counts(token_lists: list[list[str]]) -> None:
-    chunk = local_rows(token_lists)
+@pytest.mark.parametrize("way", ["compiled", "pure"])
+@given(token_lists=TOKEN_LISTS)
+def test_local_rows_are_each_messages_token_counts(way: str, token_lists: list[list[str]]) -> None:
+    """The same chunk counted in C (spamnb/text/_ctokens.c) and by the numpy path."""
+    if way == "compiled" and vocabulary.COUNTED is None:
+        pytest.skip("compiled token counter not built, or SPAMNB_PURE set")
+    with pytest.MonkeyPatch.context() as patch:
+        if way == "pure":
+            patch.setattr(vocabulary, "COUNTED", None)
+        chunk = local_rows(token_lists)
     rows = chunk.rows
+    assert (rows.cols.dtype, rows.counts.dtype, rows.lengths.dtype) == (np.int32, np.int32, np.int64)
     assert chunk.tokens == list(dict.fromkeys(t for tokens in token_lists for t in tokens))
     starts = np.concatenate(([0], np.cumsum(rows.lengths)))
     for i, tokens in enumerate(token_lists):

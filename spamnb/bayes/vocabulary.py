@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from spamnb import compiled
 from spamnb.bayes import sortedtokens
 
 SEPARATOR = "\n"  # tokens never hold whitespace, so a newline can join them
@@ -267,8 +268,17 @@ def columns(index: dict[str, int], tokens: Iterable[str]) -> Sequence[int]:
     return [index[t] for t in tokens]  # itemgetter of one token gives its column bare
 
 
-def local_rows(token_lists: Sequence[Sequence[str]]) -> Chunk:
-    """Each message's distinct tokens, in order of their first sight in the chunk, with counts."""
+# The chunk counted in C where it was built (spamnb/text/_ctokens.c): one dictionary
+# look-up per token and no sort, a message's entries in order of first sight in it.
+COUNTED = compiled.scanner_function("counted")
+
+
+def local_rows(token_lists: list[list[str]]) -> Chunk:
+    """Each message's distinct tokens, numbered by their first sight in the chunk, with counts
+    (a message's entries in no set order: every scorer and counter sums them alike)."""
+    if COUNTED is not None:
+        tokens, cols, counts, lengths = COUNTED(token_lists)
+        return Chunk(tokens, Rows(np.frombuffer(cols, np.int32), np.frombuffer(counts, np.int32), np.frombuffer(lengths, np.int64)))
     # Columns by first sight in one pass in C (a defaultdict whose default is its own size),
     # then each message's distinct columns and counts from one numpy sort of (message,
     # column) keys: two fifths less CPU than a Counter each.  The keys are int32 wherever

@@ -1,10 +1,11 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
- * and an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them.
+ * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, and a chunk's token
+ * lists counted, as spamnb.bayes.vocabulary.local_rows counts them.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
- * tags.  It must give exactly the pure path's tokens: tests/test_ctokens.py and `make fuzz`
- * compare them.
+ * tags, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
+ * counts): tests/test_ctokens.py, tests/test_nb.py and `make fuzz` compare them.
  *
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
  * apostrophes, dots and hyphens.  Words of min_len..max_len characters that are not in
@@ -17,6 +18,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 /* ASCII letters and digits. */
 static unsigned char ascii_alnum[128];
@@ -315,14 +317,183 @@ tags(PyObject *module, PyObject *text)
     return out;
 }
 
+PyDoc_STRVAR(counted_doc,
+"counted(token_lists) -> (tokens, cols, counts, lengths)\n\n"
+"A chunk's token lists (a list of lists of str) counted: its distinct tokens in order of first\n"
+"sight (a list); each message's distinct tokens as their places in that list, with their\n"
+"counts, in order of first sight in the message (int32 each); and how many each message has\n"
+"(int64).  The numbers as bytearrays of native ints.");
+
+static PyObject *
+not_token_lists(void)
+{
+    PyErr_SetString(PyExc_TypeError, "counted() takes a list of lists of str");
+    return NULL;
+}
+
+/* One pass: each token looked up once in the chunk's dictionary (token -> place); one met
+ * again in the same message is told by the last message that held it (`last`, numbered
+ * from 1) and counted at its entry there (`entry`). */
+static PyObject *
+counted(PyObject *module, PyObject *lists)
+{
+    if (!PyList_Check(lists))
+        return not_token_lists();
+    Py_ssize_t n = PyList_GET_SIZE(lists), total = 0;
+    for (Py_ssize_t m = 0; m < n; m++) {
+        PyObject *tokens = PyList_GET_ITEM(lists, m);
+        if (!PyList_Check(tokens))
+            return not_token_lists();
+        total += PyList_GET_SIZE(tokens);
+    }
+    if (total >= INT32_MAX || n >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "counted(): more tokens or messages than an int32 numbers");
+        return NULL;
+    }
+    PyObject *index = PyDict_New(), *distinct = PyList_New(0), *result = NULL;
+    int32_t *cols = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
+    int32_t *counts = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
+    int64_t *lengths = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int32_t *last = NULL, *entry = NULL; /* per place, grown as places are given */
+    Py_ssize_t room = 0, e = 0;
+    if (index == NULL || distinct == NULL || cols == NULL || counts == NULL || lengths == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t m = 0; m < n; m++) {
+        PyObject *tokens = PyList_GET_ITEM(lists, m);
+        Py_ssize_t first = e;
+        /* No Python code runs in this loop (exact str keys, int values): no list changes. */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tokens); i++) {
+            PyObject *token = PyList_GET_ITEM(tokens, i);
+            if (!PyUnicode_CheckExact(token)) {
+                not_token_lists();
+                goto done;
+            }
+            Py_ssize_t place;
+            PyObject *found = PyDict_GetItemWithError(index, token);
+            if (found != NULL)
+                place = PyLong_AsSsize_t(found);
+            else {
+                if (PyErr_Occurred())
+                    goto done;
+                place = PyList_GET_SIZE(distinct);
+                if (place >= room) {
+                    Py_ssize_t more = room ? 2 * room : 4096;
+                    int32_t *grown = PyMem_Realloc(last, sizeof(int32_t) * (size_t)more);
+                    if (grown == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    last = grown;
+                    memset(last + room, 0, sizeof(int32_t) * (size_t)(more - room));
+                    grown = PyMem_Realloc(entry, sizeof(int32_t) * (size_t)more);
+                    if (grown == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    entry = grown;
+                    room = more;
+                }
+                PyObject *value = PyLong_FromSsize_t(place);
+                if (value == NULL)
+                    goto done;
+                int failed = PyDict_SetItem(index, token, value);
+                Py_DECREF(value);
+                if (failed < 0 || PyList_Append(distinct, token) < 0)
+                    goto done;
+            }
+            if (last[place] != (int32_t)(m + 1)) {
+                last[place] = (int32_t)(m + 1);
+                entry[place] = (int32_t)e;
+                cols[e] = (int32_t)place;
+                counts[e++] = 1;
+            }
+            else
+                counts[entry[place]]++;
+        }
+        lengths[m] = (int64_t)(e - first);
+    }
+    PyObject *c = PyByteArray_FromStringAndSize((const char *)cols, (Py_ssize_t)sizeof(int32_t) * e);
+    PyObject *k = PyByteArray_FromStringAndSize((const char *)counts, (Py_ssize_t)sizeof(int32_t) * e);
+    PyObject *l = PyByteArray_FromStringAndSize((const char *)lengths, (Py_ssize_t)sizeof(int64_t) * n);
+    if (c != NULL && k != NULL && l != NULL)
+        result = PyTuple_Pack(4, distinct, c, k, l);
+    Py_XDECREF(c);
+    Py_XDECREF(k);
+    Py_XDECREF(l);
+done:
+    PyMem_Free(last);
+    PyMem_Free(entry);
+    PyMem_Free(cols);
+    PyMem_Free(counts);
+    PyMem_Free(lengths);
+    Py_XDECREF(index);
+    Py_XDECREF(distinct);
+    return result;
+}
+
+PyDoc_STRVAR(heads_doc,
+"heads(tokens) -> list[str]\n\n"
+"Each token's head, t[:t.find(':') + 1] ('' for a token without a colon), for a list of str;\n"
+"a head equal to the one before it is the same str.");
+
+/* A chunk's tokens come field by field, so most heads repeat the one before: that str again,
+ * whose hash is known and which a dictionary finds by identity, not a new one each time. */
+static PyObject *
+heads(PyObject *module, PyObject *tokens)
+{
+    if (!PyList_Check(tokens)) {
+        PyErr_SetString(PyExc_TypeError, "heads() takes a list of str");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    PyObject *out = PyList_New(n), *empty = PyUnicode_New(0, 0), *last = NULL;
+    if (out == NULL || empty == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i), *head;
+        if (!PyUnicode_Check(token)) {
+            PyErr_SetString(PyExc_TypeError, "heads() takes a list of str");
+            goto fail;
+        }
+        Py_ssize_t colon = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1);
+        if (colon == -2)
+            goto fail;
+        if (colon < 0)
+            head = empty;
+        else if (last != NULL && PyUnicode_GET_LENGTH(last) == colon + 1 && PyUnicode_Tailmatch(token, last, 0, colon + 1, -1) == 1)
+            head = last;
+        else {
+            /* PyList_SET_ITEM below takes this reference: `last` is borrowed from `out`. */
+            if ((last = PyUnicode_Substring(token, 0, colon + 1)) == NULL)
+                goto fail;
+            PyList_SET_ITEM(out, i, last);
+            continue;
+        }
+        Py_INCREF(head);
+        PyList_SET_ITEM(out, i, head);
+    }
+    Py_DECREF(empty);
+    return out;
+
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"words", words, METH_VARARGS, words_doc},
     {"tags", tags, METH_O, tags_doc},
+    {"counted", counted, METH_O, counted_doc},
+    {"heads", heads, METH_O, heads_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner and tag cutter in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter and token counter in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

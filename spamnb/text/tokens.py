@@ -73,8 +73,10 @@ def field_ids(tokens: Sequence[str]) -> np.ndarray:
 def field_numbers(tokens: Sequence[str]) -> list[int]:
     """`field_ids` as a list of ints."""
     # In C but for the slice (and the first sight of a prefix): t[: t.find(":") + 1] is ""
-    # for a body word (find gives -1), else the name with its colon.
-    return list(map(_FieldNumbers().__getitem__, [t[: t.find(":") + 1] for t in tokens]))
+    # for a body word (find gives -1), else the name with its colon.  The slices in C where
+    # it was built (HEADS): one str for a run of equal ones, found in the dict by identity.
+    heads = HEADS(tokens) if HEADS is not None and type(tokens) is list else [t[: t.find(":") + 1] for t in tokens]
+    return list(map(_FieldNumbers().__getitem__, heads))
 
 
 # (lowercase: bool, stopwords: bool, ngram: int, header_tokens: bool, min_len: int, max_len: int,
@@ -168,24 +170,13 @@ def charset_letter(charset: str) -> str:
 WORD_BYTES = bytes(ord("a") if chr(c).isalnum() or chr(c) in "'.-" else ord(" ") for c in range(128)) + b" " * 128
 
 
-def compiled_function(name: str) -> Any:
-    """A function of spamnb/text/_ctokens.c (the word scanner `words`, the tag cutter `tags`), or
-    None: where it was not built, or with SPAMNB_PURE set, the pure-Python path below, which
-    gives the same tokens."""
-    if compiled.SCANNER in compiled.interpreted():
-        return None
-    try:
-        from spamnb.text import _ctokens
-    except ImportError:
-        return None
-    return getattr(_ctokens, name)
-
-
 # Read once, at import: every Tokenizer made after uses it (tests swap them to run both paths).
-SCANNER = compiled_function("words")
+SCANNER = compiled.scanner_function("words")
 # `TAG.sub(" ", text)` in C, where it was built: the regex engine tries its class on every
 # character of a page, a loop in C compares it with `<` and `>`.
-CUT_TAGS = compiled_function("tags")
+CUT_TAGS = compiled.scanner_function("tags")
+# field_numbers' slices in C, where it was built.
+HEADS = compiled.scanner_function("heads")
 
 
 # Scripts written without spaces between words: a run of them becomes character
