@@ -195,6 +195,11 @@ def main() -> int:
     say()
     row("figure", "spamnb", "reference", "ratio", "goal")
     row("-" * 44, "-" * 14, "-" * 14, "-" * 8, "----")
+    # Every row starts from compiled bytecode, as a user's second run would (pip compiles
+    # numpy's when it installs it; an editable install's own modules are compiled here,
+    # which $PYTHONDONTWRITEBYTECODE forbids a run to do): compiling them from source is
+    # a third of a command's start-up (docs/measurements.md, issue 30 fifth round).
+    run([PYTHON, "-m", "compileall", "-q", os.path.join(REPO, "spamnb")])
     work = tempfile.mkdtemp(prefix="spamnb-bench-")
     try:
         return bench(work, mail, n)
@@ -253,11 +258,8 @@ def bench(work: str, mail: list[tuple[str, str]], n: int) -> int:
     row("model load, mapped (the pipe path)", f"{mapped * 1000:.1f} ms", "50 ms", f"{mapped / 0.05:.2f}x", "<= 0.05 s")
     row("model load, growable (training)", f"{growable * 1000:.1f} ms", "", "", "(for reference)")
 
-    # One piped message: against the interpreter importing numpy, and 1M vs 10k tokens.
-    # Both sides start from compiled bytecode (pip compiles numpy's when it installs it;
-    # an editable install's own modules are compiled here, as a first run would, which
-    # $PYTHONDONTWRITEBYTECODE forbids).
-    run([PYTHON, "-m", "compileall", "-q", os.path.join(REPO, "spamnb")])
+    # One piped message: against the interpreter importing numpy, and 1M vs 10k tokens
+    # (spamnb's own bytecode compiled at the start of `bench`).
     small, big = synthetic_models(model, work)
     one = open(files[len(files) // 2], "rb").read()  # noqa: SIM115 - small file
     numpy_runs, pipe_runs, small_runs, big_runs, source_runs = [], [], [], [], []
