@@ -11,7 +11,8 @@ is compared with what their Python source makes of it in a process of its own
     their words; the scanner's prefix, on the text as the tokeniser gives it to the
     scanner; the tag cutter (tokens.CUT_TAGS) against the pattern it stands for; the
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
-    and the field heads (tokens.HEADS) against the slices they stand for;
+    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, and the field heads
+    (tokens.HEADS) against the slices they stand for;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -100,7 +101,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
 
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
-    and each message the same (column, count) entries."""
+    and each message the same (column, count) entries; and the look-ups (vocabulary.LOOKED_UP)
+    of those tokens in a vocabulary of every other one against dict.get."""
     import numpy as np
 
     from spamnb.bayes import vocabulary
@@ -117,7 +119,9 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
         order = np.lexsort((rows.cols, row))
         return [row[order].tolist(), rows.cols[order].tolist(), rows.counts[order].tolist()]
 
-    return got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
+    vocab = vocabulary.Vocabulary(got.tokens[::2])
+    looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
+    return looked_up and got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
 
 
 def mutate(rng: random.Random, data: bytes, other: bytes) -> bytes:
@@ -180,7 +184,7 @@ def main() -> int:
     built = [m.__name__ for m in (tokens, message, headers) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 3 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None:
+    if len(built) < 3 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

@@ -188,6 +188,37 @@ def test_field_heads_take_a_list_of_strs_only() -> None:
             tokens.HEADS(bad)
 
 
+@needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), st.lists(st.text(ANY_CHAR, max_size=6), max_size=30))
+def test_look_ups_are_the_dictionarys_gets(known: list[str], queries: list[str]) -> None:
+    vocab = vocabulary.Vocabulary(dict.fromkeys(known))
+    got = vocab.lookup(queries)
+    assert got == [vocab.index.get(t, -1) for t in queries] and all(type(c) is int for c in got)
+
+
+@needs_scanner
+def test_look_ups_take_a_dict_and_a_list_and_survive_a_key_that_changes_them() -> None:
+    for args in (([], ["a"]), ({}, ("a",))):
+        with pytest.raises(TypeError):
+            vocabulary.LOOKED_UP(*args)
+    with pytest.raises(TypeError):
+        vocabulary.LOOKED_UP({}, [["unhashable"]])
+    queries: list[str] = []
+
+    class Key(str):
+        """Equal to "a", and on comparing empties the list being looked up."""
+
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            queries.clear()
+            return str.__eq__(self, other)
+
+    queries += [Key("a"), "a", "b"]
+    assert vocabulary.LOOKED_UP({"a": 0}, queries) == [0]
+
+
 MIME_PIECES = st.sampled_from(
     [
         b"Subject: ",

@@ -1,6 +1,6 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
- * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, and a chunk's token
- * lists counted, as spamnb.bayes.vocabulary.local_rows counts them.
+ * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a chunk's token lists
+ * counted, as spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -484,16 +484,54 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(looked_up_doc,
+"looked_up(index, tokens) -> list[int]\n\n"
+"index.get(t, -1) for each of a list of tokens, `index` a dict.");
+
+/* The vocabulary's look-ups: one call, not a Python-level dict.get per token through map. */
+static PyObject *
+looked_up(PyObject *module, PyObject *args)
+{
+    PyObject *index, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!:looked_up", &PyDict_Type, &index, &PyList_Type, &tokens))
+        return NULL;
+    PyObject *out = PyList_New(0), *missing = PyLong_FromLong(-1);
+    if (out == NULL || missing == NULL)
+        goto fail;
+    /* The size read anew each time and the item held: a key's __eq__ may change the list. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tokens); i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        Py_INCREF(token);
+        PyObject *found = PyDict_GetItemWithError(index, token);
+        Py_DECREF(token);
+        if (found == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            found = missing;
+        }
+        if (PyList_Append(out, found) < 0)
+            goto fail;
+    }
+    Py_DECREF(missing);
+    return out;
+
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(missing);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"words", words, METH_VARARGS, words_doc},
     {"tags", tags, METH_O, tags_doc},
     {"counted", counted, METH_O, counted_doc},
     {"heads", heads, METH_O, heads_doc},
+    {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter and token counter in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, token counter and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
