@@ -320,9 +320,8 @@ class Tokenizer:
         if name == "received":
             # Relay networks and domains, coarser than the words themselves: Fisher
             # 1-AUC 0.0373% -> 0.0335%, FN 160 -> 141 (5 folds, SpamAssassin corpus).
-            # The words that hold a dot, as received_tokens takes them (the prefix holds none).
-            dotted = [t[len(prefix) :] for t in tokens if "." in t]
-            return [*received_tokens(value, dotted), *tokens]
+            # The words that hold a dot, with their prefix (RECEIVED_PREFIX), as received_tokens takes them.
+            return [*received_tokens(value, [t for t in tokens if "." in t]), *tokens]
         if name == "subject":
             tokens += subject_pairs([t[len(prefix) :] for t in tokens])
         return tokens
@@ -465,8 +464,8 @@ def domain_suffixes(host: str, prefix: str) -> list[str]:
 def received_tokens(value: str, words: list[str] | None = None) -> tuple[str, ...]:
     """Networks (/24 and /16) of the IPv4 addresses and parent domains of the hosts in a Received header.
 
-    `words`, if given, are those Tokenizer.words found in `value` (any settings), or those of
-    them that hold a dot.
+    `words`, if given, are those of Tokenizer.words(value, RECEIVED_PREFIX) (any settings)
+    that hold a dot.
     """
     if not value.isascii():
         networks, domains = received_parts(value)
@@ -478,7 +477,7 @@ def received_tokens(value: str, words: list[str] | None = None) -> tuple[str, ..
         for chunk in chunks:
             parts = _chunk_memo.get(chunk)
             if parts is None:
-                parts = received_parts(chunk)
+                parts = received_parts(chunk[len(RECEIVED_PREFIX) :])
                 remember(_chunk_memo, chunk, parts, len(chunk))
             networks += parts[0]
             domains += parts[1]
@@ -492,10 +491,14 @@ def received_tokens(value: str, words: list[str] | None = None) -> tuple[str, ..
 # Their tokens, worked out once, are one look-up instead of one per run.  Keys hold
 # no more than their field, at most HEADER_CACHE_CHARS.
 _chunks_memo: dict[tuple[str, ...], tuple[str, ...]] = {}
+# The memos' runs keep the prefix of the field's words: only a run not met before is
+# cut out of its word (10,916 of the corpus's 155,876 dotted words), not every one.
+RECEIVED_PREFIX = "received:"
 
 
 def dotted_chunks(value: str, words: list[str] | None) -> list[str]:
-    """The DOTTED_CHUNK runs of an ASCII field, or strings with the same tokens: its words that hold a dot.
+    """The DOTTED_CHUNK runs of an ASCII field, or strings with the same tokens: its words that hold a dot;
+    each after RECEIVED_PREFIX.
 
     Where the field has no `_` nor `--`, and its words' dots are all its dots, each
     such run is the whole of a word's piece between apostrophes, with at most a `-`
@@ -505,11 +508,9 @@ def dotted_chunks(value: str, words: list[str] | None) -> list[str]:
     by single dots and hyphens; its last label ends the same).  Picked out of the
     words already found in C, in half the time of the DOTTED_CHUNK findall on them.
     """
-    if words is not None and "_" not in value and "--" not in value:
-        dotted = [w for w in words if "." in w]
-        if "".join(dotted).count(".") == value.count("."):
-            return dotted
-    return DOTTED_CHUNK.findall(value)
+    if words is not None and "_" not in value and "--" not in value and "".join(words).count(".") == value.count("."):
+        return words
+    return [RECEIVED_PREFIX + run for run in DOTTED_CHUNK.findall(value)]
 
 
 # What an ASCII dotted run holds besides letters.
