@@ -202,6 +202,9 @@ def learn(
     pending: deque[Changes] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
     offers = Offers()
+    # Only a model that held messages before this run can know one by a legacy digest (what
+    # it learns here is keyed by `digest`): a new model's train skips the two legacy hashes.
+    legacy = bool(model.learnt)
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, chunk_size(jobs)):
@@ -211,7 +214,8 @@ def learn(
                 if isinstance(item, Problem):
                     report.problems.append(item)
                     continue
-                key = headers.learnt_digest(item.data, model.tokens.max_bytes, model.learnt.__contains__)
+                data, limit = item.data, model.tokens.max_bytes
+                key = headers.learnt_digest(data, limit, model.learnt.__contains__) if legacy else headers.digest(data, limit)
                 if change.decide(model, report, item.id, class_of(item), key, forget, len(datas), offers):
                     datas.append(item.data)
             pending.append(change)
