@@ -160,12 +160,27 @@ PyDoc_STRVAR(words_doc,
 "than max_len; each after `prefix`.  With `lower` (one-byte text only), those of text.lower().");
 
 static PyObject *
-words(PyObject *module, PyObject *args)
+words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *text, *stop, *prefix = NULL;
-    Py_ssize_t lo, hi;
-    int lower = 0;
-    if (!PyArg_ParseTuple(args, "UnnO|Up:words", &text, &lo, &hi, &stop, &prefix, &lower))
+    /* The arguments read one by one (METH_FASTCALL), not by PyArg_ParseTuple: its format's
+     * parsing is a fixed cost on every call, and most calls scan a short header field. */
+    if (nargs < 4 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError, "words() takes from 4 to 6 arguments");
+        return NULL;
+    }
+    PyObject *text = args[0], *stop = args[3], *prefix = nargs > 4 ? args[4] : NULL;
+    if (!PyUnicode_Check(text) || (prefix != NULL && !PyUnicode_Check(prefix))) {
+        PyErr_SetString(PyExc_TypeError, "words() takes a str text and prefix");
+        return NULL;
+    }
+    Py_ssize_t lo = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (lo == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t hi = PyNumber_AsSsize_t(args[2], PyExc_OverflowError);
+    if (hi == -1 && PyErr_Occurred())
+        return NULL;
+    int lower = nargs > 5 ? PyObject_IsTrue(args[5]) : 0;
+    if (lower < 0)
         return NULL;
 #if PY_VERSION_HEX < 0x030C0000
     /* Before 3.12 a str made by the legacy API may not be in its compact form yet. */
@@ -522,7 +537,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"words", words, METH_VARARGS, words_doc},
+    {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
     {"counted", counted, METH_O, counted_doc},
     {"heads", heads, METH_O, heads_doc},

@@ -257,7 +257,9 @@ class Tokenizer:
         self._header_cache: dict[tuple[str, str], list[str]] = {}
         self._scan = SCANNER
         if self._scan is not None:
-            self._stop_or_none = self._stop or None
+            # The scanner's settings as one attribute: each settings field read is an attribute
+            # look-up on every call, and most calls scan a short header field.
+            self._scan_settings = (self.settings.lowercase, self.settings.min_len, self.settings.max_len, self._stop or None)
             self.words = self.compiled_words  # type: ignore[method-assign]
 
     def __call__(self, data: bytes) -> list[str]:
@@ -331,16 +333,18 @@ class Tokenizer:
         # A one-byte text (ASCII or Latin-1, as most mail is) the scanner lowers word by word
         # as it copies them out, sparing a lowered copy of the whole text; any other is
         # lowered here.
-        one_byte = text.isascii() or encodes(text, "latin-1")
-        lower = self.settings.lowercase
-        if lower and not one_byte:
+        lower, lo, hi, stop = self._scan_settings
+        if text.isascii() or encodes(text, "latin-1"):
+            return self._scan(text, lo, hi, stop, prefix, lower)
+        if lower:
             text = text.lower()
-        # CJK letters are neither ASCII nor in EIGHT_BIT_CHARSETS: a text all in one of
-        # those (most non-ASCII mail; told in C by encoding it) holds none and needs no
-        # search, a pass of the regex engine over the whole text.
-        if not one_byte and not any(encodes(text, charset) for charset in EIGHT_BIT_CHARSETS) and CJK.search(text):
+        # CJK letters are in neither of EIGHT_BIT_CHARSETS: a text all in cp1252 (most of the
+        # rest of mail: typographic quotes and dashes; told in C by encoding it) holds none and
+        # needs no search, a pass of the regex engine over the whole text.  Latin-1 is not
+        # tried again (a text lowered into it holds no CJK either: the search finds none).
+        if not encodes(text, "cp1252") and CJK.search(text):
             text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
-        return self._scan(text, self.settings.min_len, self.settings.max_len, self._stop_or_none, prefix, lower and one_byte)
+        return self._scan(text, lo, hi, stop, prefix, False)
 
     def words(self, text: str, prefix: str = "") -> list[str]:
         """The words of a text (see word_pattern) within the length bounds, less stopwords,
