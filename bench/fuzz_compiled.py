@@ -64,7 +64,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
-    the token counter and the field heads on each batch's words."""
+    the dotted words of those prefixed words; the token counter and the field heads on each batch's words."""
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -87,7 +87,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             prefix = rng.choice(["subject:", "x-\u00e9:", "\udcff:", "中:"])
             prefixed = tokens.SCANNER(prepared, options["min_len"], options["max_len"], stop if options["stopwords"] else None, prefix)
             cut = tokens.CUT_TAGS(text) == tokens.TAG.sub(" ", text)
-            if got != want or prefixed != [prefix + w for w in found] or not cut:
+            dotted = tokens.DOTTED_WORDS(text, prefixed) == tokens.dotted_words(text, prefixed)
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

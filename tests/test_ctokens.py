@@ -140,6 +140,30 @@ def test_the_tag_cutter_takes_a_str_only() -> None:
         tokens.CUT_TAGS(b"<a>bytes")
 
 
+# Received fields' pieces: dots inside words and out, `_`, `--`, characters of every kind.
+FIELD = st.one_of(TEXT, st.lists(st.sampled_from(["a", "b.c", ".", "..", "-", "--", "_", " ", "[1.2]", "x9", "é.f", "中.文", "\U0001f600."]), max_size=40).map("".join))
+
+
+@needs_scanner
+@settings(max_examples=1000, deadline=None)
+@given(FIELD, SETTINGS, st.lists(st.text(ANY_CHAR, max_size=8), max_size=6))
+@example("from a.example.com (b.example.net [192.0.2.1]) by c.example.org", TokenSettings(), [])
+@example("a.b--c.d", TokenSettings(), [])
+@example("a_b.c", TokenSettings(), [])
+def test_dotted_words_are_the_pure_ones(field: str, options: TokenSettings, more: list[str]) -> None:
+    """tokens.DOTTED_WORDS (C) against dotted_words, on a field's own words (any settings) and on others."""
+    words = Tokenizer(options).words(field, tokens.RECEIVED_PREFIX)
+    for given_words in (words, words + more, more):
+        assert tokens.DOTTED_WORDS(field, given_words) == tokens.dotted_words(field, given_words)
+
+
+@needs_scanner
+def test_dotted_words_take_a_str_and_a_list_of_strs_only() -> None:
+    for bad in ((b"a.b", ["a.b"]), ("a.b", ("a.b",)), ("a.b", ["a.b", b"c.d"]), ("a.b",)):
+        with pytest.raises(TypeError):
+            tokens.DOTTED_WORDS(*bad)
+
+
 @needs_scanner
 def test_the_token_counter_takes_lists_of_strs_only() -> None:
     """A str subclass could run Python code (its own __eq__ or __hash__) inside the counting loop."""

@@ -1,6 +1,7 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
- * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a chunk's token lists
- * counted, as spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up.
+ * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
+ * dotted words, as tokens.dotted_words picks them, a chunk's token lists counted, as
+ * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -332,6 +333,101 @@ tags(PyObject *module, PyObject *text)
     return out;
 }
 
+PyDoc_STRVAR(dotted_doc,
+"dotted(field, tokens) -> list[str] | None\n\n"
+"The tokens (a list of str) that hold a dot, where `field` (a str) holds no `_` nor `--` and\n"
+"the dots of those tokens are as many as the field's; else None (tokens.dotted_words).");
+
+/* How many `ch` text[0:n] (one-byte) holds; with `pair`, -1 where two stand in a row.  A field
+ * holds few of each: memchr skips the rest. */
+static Py_ssize_t
+byte_count(const char *text, Py_ssize_t n, char ch, int pair)
+{
+    const char *at = text, *end = text + n;
+    Py_ssize_t found = 0;
+    while ((at = memchr(at, ch, (size_t)(end - at))) != NULL) {
+        found++;
+        if (++at < end && pair && *at == ch)
+            return -1;
+    }
+    return found;
+}
+
+/* How many dots a str holds. */
+static Py_ssize_t
+str_dots(PyObject *text)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), dots = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND)
+        return byte_count(data, n, '.', 0);
+    for (Py_ssize_t i = 0; i < n; i++)
+        dots += PyUnicode_READ(kind, data, i) == '.';
+    return dots;
+}
+
+/* Whether a str holds a `_` or a `--`. */
+static int
+has_underscore_or_dashes(PyObject *text)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND)
+        return memchr(data, '_', (size_t)n) != NULL || byte_count(data, n, '-', 1) < 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch == '_' || (ch == '-' && i + 1 < n && PyUnicode_READ(kind, data, i + 1) == '-'))
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+dotted(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "dotted() takes a str and a list of str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(args[0]) < 0)
+        return NULL;
+#endif
+    if (has_underscore_or_dashes(args[0]))
+        Py_RETURN_NONE;
+    Py_ssize_t dots = str_dots(args[0]);
+    PyObject *tokens = args[1], *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tokens); i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        if (!PyUnicode_Check(token)) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "dotted() takes a str and a list of str");
+            return NULL;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(token) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+#endif
+        Py_ssize_t found = str_dots(token);
+        if (found && PyList_Append(out, token) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        dots -= found;
+    }
+    if (dots != 0) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
 PyDoc_STRVAR(counted_doc,
 "counted(token_lists) -> (tokens, cols, counts, lengths)\n\n"
 "A chunk's token lists (a list of lists of str) counted: its distinct tokens in order of first\n"
@@ -539,6 +635,7 @@ fail:
 static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
+    {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
     {"counted", counted, METH_O, counted_doc},
     {"heads", heads, METH_O, heads_doc},
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
@@ -546,7 +643,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, token counter and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, token counter and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
