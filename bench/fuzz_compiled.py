@@ -11,7 +11,8 @@ is compared with what their Python source makes of it in a process of its own
     their words; the scanner's prefix, on the text as the tokeniser gives it to the
     scanner; the tag cutter (tokens.CUT_TAGS) against the pattern it stands for; the
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
-    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, and the field heads
+    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
+    vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
@@ -104,7 +105,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
     and each message the same (column, count) entries; and the look-ups (vocabulary.LOOKED_UP)
-    of those tokens in a vocabulary of every other one against dict.get."""
+    of those tokens in a vocabulary of every other one against dict.get, and the counter with
+    that vocabulary's blob (vocabulary.Indexed) against both."""
     import numpy as np
 
     from spamnb.bayes import vocabulary
@@ -123,7 +125,10 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
 
     vocab = vocabulary.Vocabulary(got.tokens[::2])
     looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
-    return looked_up and got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
+    blob = vocabulary.SEPARATOR.join(vocab.tokens).encode("utf-8", "surrogatepass")
+    indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)))
+    found = indexed.tokens == got.tokens and indexed.columns.tolist() == vocab.lookup(got.tokens) and entries(indexed.rows) == entries(got.rows)
+    return looked_up and found and got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
 
 
 def mutate(rng: random.Random, data: bytes, other: bytes) -> bytes:
