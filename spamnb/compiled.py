@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-COMPILED = ("spamnb.text.tokens", "spamnb.mail.message", "spamnb.mail.headers")
+COMPILED = ("spamnb.text.tokens", "spamnb.mail.message", "spamnb.mail.headers", "spamnb.models.calibration")
 SCANNER = "spamnb.text._ctokens"
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
