@@ -354,7 +354,7 @@ tokenize = tokens.Tokenizer()
 start = time.process_time()
 for data in messages:
     tokenize(data)
-built = [name for name in compiled.COMPILED if compiled.is_compiled(sys.modules[name])] + [compiled.SCANNER] * (tokens.SCANNER is not None)
+built = [name for name in compiled.COMPILED if name in sys.modules and compiled.is_compiled(sys.modules[name])] + [compiled.SCANNER] * (tokens.SCANNER is not None)
 print(",".join(built), (time.process_time() - start) / len(messages) * 1000)
 """
 # What runs interpreted in each tokeniser measurement (SPAMNB_PURE, see spamnb.compiled):

@@ -3,7 +3,7 @@
 
 Imports spamnb from --build (make fuzz builds every extension of setup.py there with
 -fsanitize=address,undefined and runs this under libasan): the word scanner and the
-tokeniser, MIME reader and header rules compiled by Cython.  What they make of each input
+tokeniser, MIME reader, header rules and Platt's fit compiled by Cython.  What they make of each input
 is compared with what their Python source makes of it in a process of its own
 (tests.interpreted, SPAMNB_PURE=1), on:
   generated texts: letters of many scripts, joiners, NULs, surrogates, CJK, tags' `<` and
@@ -11,17 +11,20 @@ is compared with what their Python source makes of it in a process of its own
     their words; the scanner's prefix, on the text as the tokeniser gives it to the
     scanner; the tag cutter (tokens.CUT_TAGS) against the pattern it stands for; the
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
-    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, and the field heads
+    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
+    vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
     (tokens and numeric features under four settings, unstamped, digest, stamp);
-  the hostile mail of tests/test_hostile.py, the same way.
+  the hostile mail of tests/test_hostile.py, the same way;
+  generated held-out scores (spread as train's, and any float): Platt's fit and the
+    ham-loss floor (tests.interpreted.calibrated), compared by repr, every bit.
 Any difference is printed and the exit status is 1; a memory error aborts the run
 (ASAN_OPTIONS=abort_on_error=1).  Deterministic for a given --seed.
 
-    python bench/fuzz_compiled.py --build build/asan [--texts N] [--mutations N] [--seed S]
+    python bench/fuzz_compiled.py --build build/asan [--texts N] [--mutations N] [--fits N] [--seed S]
 """
 from __future__ import annotations
 
@@ -102,7 +105,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
     and each message the same (column, count) entries; and the look-ups (vocabulary.LOOKED_UP)
-    of those tokens in a vocabulary of every other one against dict.get."""
+    of those tokens in a vocabulary of every other one against dict.get, and the counter with
+    that vocabulary's blob (vocabulary.Indexed) against both."""
     import numpy as np
 
     from spamnb.bayes import vocabulary
@@ -121,7 +125,10 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
 
     vocab = vocabulary.Vocabulary(got.tokens[::2])
     looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
-    return looked_up and got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
+    blob = vocabulary.SEPARATOR.join(vocab.tokens).encode("utf-8", "surrogatepass")
+    indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)))
+    found = indexed.tokens == got.tokens and indexed.columns.tolist() == vocab.lookup(got.tokens) and entries(indexed.rows) == entries(got.rows)
+    return looked_up and found and got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
 
 
 def mutate(rng: random.Random, data: bytes, other: bytes) -> bytes:
@@ -165,11 +172,38 @@ def fuzz_messages(reference: object, named: list[tuple[str, bytes]]) -> int:
     return bad
 
 
+def random_scores(rng: random.Random) -> tuple[list[float], list[bool], float]:
+    """Held-out log-odds of two classes (a spread and a gap as train's folds give, at times
+    with any float among them) and an outlier share."""
+    n = rng.randrange(1, 3000)
+    spread, gap = rng.choice([1.0, 10.0, 40.0]), rng.choice([0.0, 5.0, 30.0])
+    positive = [rng.random() < 0.4 for _ in range(n)]
+    z = [rng.gauss(gap if p else -gap, spread) for p in positive]
+    if rng.random() < 0.1:
+        z[rng.randrange(n)] = rng.choice([float("inf"), float("-inf"), float("nan"), 1e308, -1e308, 5e-324, 0.0])
+    return z, positive, rng.choice([1e-6, 0.0, 0.01])
+
+
+def fuzz_fits(reference: object, rng: random.Random, n: int) -> int:
+    """Platt's fit and the ham-loss floor, compiled and interpreted, by repr."""
+    from tests.interpreted import calibrated
+
+    bad = 0
+    for batch in batches([random_scores(rng) for _ in range(n)], 20):
+        expected = reference("calibrated", batch)  # type: ignore[operator]
+        for i, (args, want) in enumerate(zip(batch, expected, strict=True)):
+            if repr(calibrated(*args)) != repr(want):
+                bad += 1
+                print(f"  DIFFERENT fit #{i}: {len(args[0])} scores, outlier {args[2]}: {calibrated(*args)} against {want}")
+    return bad
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", required=True, help="a build of the package whose extensions to test (built with a sanitizer)")
     parser.add_argument("--texts", type=int, default=100_000)
     parser.add_argument("--mutations", type=int, default=4, help="mutated copies of each corpus message")
+    parser.add_argument("--fits", type=int, default=1_000, help="generated sets of held-out scores for Platt's fit")
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--index", default=DEFAULT_INDEX)
     args = parser.parse_args()
@@ -177,14 +211,15 @@ def main() -> int:
     from spamnb import compiled
     from spamnb.mail import headers, message
     from spamnb.mail.sources import Message, read_index
+    from spamnb.models import calibration
     from spamnb.text import tokens
     from tests.interpreted import Interpreted
     from tests.test_hostile import HOSTILE
 
-    built = [m.__name__ for m in (tokens, message, headers) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
+    built = [m.__name__ for m in (tokens, message, headers, calibration) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 3 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None:
+    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)
@@ -202,8 +237,11 @@ def main() -> int:
         start = time.perf_counter()
         bad_hostile = fuzz_messages(reference, [(name, make()) for name, make in HOSTILE.items()])
         print(f"hostile mail of the tests: {len(HOSTILE)}, {bad_hostile} differ ({time.perf_counter() - start:.0f} s)")
-    n = args.texts + len(mutated) + len(HOSTILE)
-    bad += bad_corpus + bad_hostile
+        start = time.perf_counter()
+        bad_fits = fuzz_fits(reference, rng, args.fits)
+        print(f"generated held-out scores (Platt's fit): {args.fits:,}, {bad_fits} differ ({time.perf_counter() - start:.0f} s)")
+    n = args.texts + len(mutated) + len(HOSTILE) + args.fits
+    bad += bad_corpus + bad_hostile + bad_fits
     print(f"{n:,} inputs, {bad} differences, no sanitizer finding (a finding aborts the run)")
     return 1 if bad else 0
 

@@ -34,6 +34,7 @@ sys.path.insert(0, REPO)
 from spamnb import compiled  # noqa: E402
 from spamnb.mail import headers, message  # noqa: E402, F401 - imported to tell whether compiled
 from spamnb.mail.sources import Message, read_index  # noqa: E402
+from spamnb.models import calibration  # noqa: E402, F401 - imported to tell whether compiled
 from spamnb.text import tokens as new_tokens  # noqa: E402
 
 DEFAULT_INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-COMPILED = ("spamnb.text.tokens", "spamnb.mail.message", "spamnb.mail.headers")
+COMPILED = ("spamnb.text.tokens", "spamnb.mail.message", "spamnb.mail.headers", "spamnb.models.calibration")
 SCANNER = "spamnb.text._ctokens"
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
@@ -61,7 +61,7 @@ def run_source_if_asked() -> None:
 
 def scanner_function(name: str) -> Any:
     """A function of spamnb/text/_ctokens.c (the word scanner `words`, the tag cutter `tags`,
-    the token counter `counted`, the field heads `heads`, the look-ups `looked_up`), or None: where it was not built, or with SPAMNB_PURE set,
+    the token counter `counted`, the blob index `indexed`, the field heads `heads`, the look-ups `looked_up`), or None: where it was not built, or with SPAMNB_PURE set,
     the pure-Python path beside its use, which gives the same results."""
     if SCANNER in interpreted():
         return None

@@ -34,9 +34,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in compiled.COMPILED:
         module = importlib.import_module(name)
         if compiled.is_compiled(module):
-            source = os.path.splitext(os.path.splitext(module.__file__)[0])[0] + ".py"
-            if os.path.getmtime(source) > os.path.getmtime(module.__file__):
-                pytest.exit(f"{module.__file__} is older than {source}: run `make install` to rebuild it", returncode=4)
+            stem = os.path.splitext(os.path.splitext(module.__file__)[0])[0]
+            for source in (stem + ".py", stem + ".pxd"):  # a .pxd beside it gives it C types
+                if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(module.__file__):
+                    pytest.exit(f"{module.__file__} is older than {source}: run `make install` to rebuild it", returncode=4)
 
 
 ENVELOPE = b"From sender@example.com Mon Jan  1 00:00:00 2024"

@@ -1,10 +1,11 @@
 """What the compiled modules make of a message, and a process saying what their Python source makes of it.
 
-`observe` runs one message through everything spamnb.compiled.COMPILED does: the
+`observe` runs one message through everything spamnb.compiled.COMPILED does to mail: the
 tokeniser (tokens and numeric features, under several settings, so the MIME reader
-too) and the header rules (unstamped, digest, stamp).  `Interpreted` runs the same in a
-process of its own with SPAMNB_PURE=1: their Python source, and the pure word path.
-tests/test_compiled.py and `make fuzz` (bench/fuzz_compiled.py) compare the two.
+too) and the header rules (unstamped, digest, stamp); `calibrated` fits Platt's curve
+and the ham-loss floor on scores.  `Interpreted` runs the same in a process of its own
+with SPAMNB_PURE=1: their Python source, and the pure word path.  tests/test_compiled.py
+and `make fuzz` (bench/fuzz_compiled.py) compare the two.
 
     python -m tests.interpreted     # the reference process: pickled requests on stdin
 """
@@ -69,7 +70,18 @@ def words(text: str, options: dict) -> tuple[str, object]:
     return outcome(lambda: tokenizer(options).words(text))
 
 
-OPERATIONS: dict[str, Callable[..., object]] = {"observe": observe, "words": words}
+def calibrated(log_odds: list[float], positive: list[bool], outlier: float) -> tuple[str, object]:
+    """Platt's fit on held-out scores and the ham-loss floor over it (spamnb.models.calibration)."""
+    from spamnb.models import calibration
+
+    def fit() -> tuple[tuple[float, float], float]:
+        fitted = calibration.fit_platt(log_odds, positive, outlier=outlier)
+        return fitted, calibration.ham_loss_floor(log_odds, positive, fitted)
+
+    return outcome(fit)
+
+
+OPERATIONS: dict[str, Callable[..., object]] = {"observe": observe, "words": words, "calibrated": calibrated}
 
 
 class Interpreted:

@@ -1,5 +1,6 @@
-"""The compiled modules (setup.py: the tokeniser, the MIME reader, the header rules,
-compiled by Cython from their own Python source) against that source, run interpreted.
+"""The compiled modules (setup.py: the tokeniser, the MIME reader, the header rules and
+Platt's fit, compiled by Cython from their own Python source) against that source, run
+interpreted.
 
 They read untrusted mail, so hypothesis feeds both the same arbitrary bytes, broken and
 deep MIME, text in every charset, and the hostile mail of tests/test_hostile.py, and
@@ -25,14 +26,15 @@ from hypothesis import strategies as st
 
 from spamnb import compiled
 from spamnb.mail import headers, message
+from spamnb.models import calibration
 from spamnb.text import tokens
 from tests.conftest import raw_mail
-from tests.interpreted import OPTIONS, Interpreted, observe, words
+from tests.interpreted import OPTIONS, Interpreted, calibrated, observe, words
 from tests.test_ctokens import ANY_CHAR, CHARSETS, MAIL_BYTES, TEXT
 from tests.test_hostile import HOSTILE
 
 REPO = Path(__file__).resolve().parent.parent
-MODULES = (tokens, message, headers)
+MODULES = (tokens, message, headers, calibration)
 
 needs_compiled = pytest.mark.skipif(
     not all(map(compiled.is_compiled, MODULES)), reason="the compiled modules are not built, or SPAMNB_PURE is set"
@@ -53,7 +55,7 @@ def test_the_modules_are_built_wherever_a_compiler_and_headers_are() -> None:
     assert [module.__name__ for module in MODULES if not compiled.is_compiled(module)] == []
 
 
-WHICH = "from spamnb import compiled; import spamnb.text.tokens as t, spamnb.mail.message, spamnb.mail.headers, sys; " + (
+WHICH = "from spamnb import compiled; import spamnb.text.tokens as t, spamnb.mail.message, spamnb.mail.headers, spamnb.models.calibration, sys; " + (
     "print(*[compiled.is_compiled(sys.modules[name]) for name in compiled.COMPILED], t.SCANNER is not None)"
 )
 
@@ -62,11 +64,12 @@ WHICH = "from spamnb import compiled; import spamnb.text.tokens as t, spamnb.mai
 @pytest.mark.parametrize(
     ("pure", "expected"),
     [
-        ("1", "False False False False"),
-        ("tokens", "False True True True"),
-        ("headers,message", "True False False True"),
-        ("_ctokens", "True True True False"),
-        ("", "True True True True"),
+        ("1", "False False False False False"),
+        ("tokens", "False True True True True"),
+        ("headers,message", "True False False True True"),
+        ("calibration", "True True True False True"),
+        ("_ctokens", "True True True True False"),
+        ("", "True True True True True"),
     ],
 )
 def test_spamnb_pure_runs_the_source_of_the_modules_it_names(pure: str, expected: str) -> None:
@@ -112,3 +115,17 @@ def test_text_in_every_charset_reads_as_the_source_reads_it(interpreted: Interpr
 def test_hostile_mail_reads_as_the_source_reads_it(interpreted: Interpreted, name: str) -> None:
     data = HOSTILE[name]()
     assert [observe(data)] == interpreted("observe", [(data,)])
+
+
+# Held-out log-odds as train's folds give them, and any float at all (infinities, NaN).
+SCORE = st.one_of(st.floats(-300, 300), st.floats())
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(SCORE, st.booleans()), min_size=1, max_size=300), st.sampled_from([calibration.OUTLIER_SHARE, 0.0, 0.01, 0.5]))
+def test_platts_fit_is_the_sources_to_the_bit(interpreted: Interpreted, scored: list[tuple[float, bool]], outlier: float) -> None:
+    """C doubles and libm in the compiled loops (calibration.pxd), Python floats in the source:
+    the same curve and floor, compared by repr (every bit of a float, NaN alike)."""
+    z, positive = [s for s, _ in scored], [p for _, p in scored]
+    assert repr(calibrated(z, positive, outlier)) == repr(interpreted("calibrated", [(z, positive, outlier)])[0])

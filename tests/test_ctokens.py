@@ -219,6 +219,42 @@ def test_look_ups_take_a_dict_and_a_list_and_survive_a_key_that_changes_them() -
     assert vocabulary.LOOKED_UP({"a": 0}, queries) == [0]
 
 
+@needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(ANY_CHAR, max_size=6), max_size=40),
+    st.lists(st.lists(st.one_of(st.text(ANY_CHAR, max_size=6), st.sampled_from(["a", "\u00e9", "\udcff", "", "\U0001f600"])), max_size=30), max_size=6),
+)
+def test_a_chunk_counted_against_a_blob_is_counted_then_looked_up_in_its_dictionary(known: list[str], lists: list[list[str]]) -> None:
+    """The C counter with a vocabulary's blob and its hash table (vocabulary.Indexed) against
+    the chunk counted alone and its tokens looked up in the dictionary of the blob's tokens
+    (a token twice in the blob: its last column, as that dictionary keeps it)."""
+    blob = "\n".join(known).encode("utf-8", "surrogatepass")
+    indexed = vocabulary.Indexed(blob, *vocabulary.INDEXED(blob))
+    got = vocabulary.local_rows(lists, indexed)
+    plain = vocabulary.local_rows(lists)
+    want = vocabulary.Vocabulary(blob.decode("utf-8", "surrogatepass").split("\n") if blob else []).lookup(plain.tokens)
+    assert got.tokens == plain.tokens and got.columns.tolist() == want  # type: ignore[union-attr]
+    for a, b in zip(got.rows[:3], plain.rows[:3], strict=True):
+        assert a.tolist() == b.tolist()
+
+
+@needs_scanner
+def test_the_counter_refuses_a_table_or_starts_not_made_of_its_blob() -> None:
+    blob = b"a\nb\nc"
+    starts, table = vocabulary.INDEXED(blob)
+    for bad in ((blob, starts, table[:-8]), (blob, starts, b""), (blob[:2], starts, table), (blob, bytes(starts[8:16]) + starts[8:], table)):
+        with pytest.raises(ValueError):
+            vocabulary.COUNTED([["a"]], *bad)
+    with pytest.raises(TypeError):
+        vocabulary.COUNTED([["a", b"b"]], blob, starts, table)
+    many = [f"t{i}" for i in range(9000)]
+    big = "\n".join(many).encode()
+    chunk = vocabulary.local_rows([[*many[::-1], "new", "t5"], ["t5", "t8999", "t5"]], vocabulary.Indexed(big, *vocabulary.INDEXED(big)))
+    assert chunk.columns.tolist()[:3] == [8999, 8998, 8997] and chunk.tokens[9000] == "new" and chunk.columns[9000] == -1  # type: ignore[union-attr]
+    assert chunk.rows.lengths.tolist() == [9001, 2] and chunk.rows.counts.tolist()[-2:] == [2, 1]
+
+
 MIME_PIECES = st.sampled_from(
     [
         b"Subject: ",

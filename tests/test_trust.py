@@ -202,6 +202,20 @@ def test_1_counts_past_2_63_are_damage_on_both_paths(small: Path, copy_of: Calla
     assert assert_agree(model, tmp_path) == ["error"] * len(PROBES)
 
 
+@pytest.mark.parametrize("member", ["tf", "df"])
+def test_1_signed_counts_are_read_and_one_below_zero_is_damage(small: Path, copy_of: Callable[[Path], Path], tmp_path: Path, member: str) -> None:
+    """spamnb saves counts unsigned (none can be below zero); another tool's signed ones are
+    read alike, and checked."""
+    model = copy_of(small)
+    verdicts = assert_agree(model, tmp_path)
+    signed = arrays_of(model)[member].astype(np.int64)
+    rewrite(model, **{member: signed})
+    assert assert_agree(model, tmp_path) == verdicts != ["error"] * len(PROBES)
+    signed[1, int(np.argmax(signed[1]))] = -1
+    rewrite(model, **{member: signed})
+    assert assert_agree(model, tmp_path) == ["error"] * len(PROBES)
+
+
 def test_1_a_token_in_more_messages_than_were_learnt_is_damage(small: Path, copy_of: Callable[[Path], Path], tmp_path: Path) -> None:
     model = copy_of(small)
     rewrite(model, docs=np.array([1, 1], dtype=np.int64))

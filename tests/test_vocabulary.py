@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from spamnb.bayes import nb
 from spamnb.bayes.vocabulary import Rows
-from spamnb.run import classifier
 
 
 def test_used_columns_renumber_in_column_order() -> None:
     cols = np.array([9, 2, 9, 5, 0, 2])
-    used, local = classifier.used_columns(cols, 12)
+    used, local = nb.used_columns(cols, 12)
     assert used.tolist() == [0, 2, 5, 9]
     assert used[local].tolist() == cols.tolist()
 

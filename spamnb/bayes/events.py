@@ -24,6 +24,7 @@ from spamnb.bayes.nb import (
     class_log_prior,
     placed,
     row_sums,
+    used_columns,
 )
 from spamnb.bayes.vocabulary import Rows
 
@@ -266,8 +267,9 @@ class Fisher(formulas.Fisher, EventModel):
         width = int(fields.max()) + 1 if len(fields) else 1
         slots = rows.astype(np.int64) * width + fields  # (row, field)
         if n * width <= DENSE_GROUPS * max(len(slots), 1):
-            found = np.arange(n * width)  # every (row, field), used or not
-            slot_of = slots
+            # The (row, field)s used, in order, by a mask (no sort): the tests after it are
+            # taken of those alone, not of every field of every row.
+            found, slot_of = used_columns(slots, n * width)
         else:
             found, slot_of = np.unique(slots, return_inverse=True)
             slot_of = slot_of.ravel()

@@ -251,6 +251,16 @@ def group_sizes(pairs: np.ndarray, span: int) -> np.ndarray:
     return sizes[which.ravel()]
 
 
+def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of `cols` in order, and each entry's index among them.
+
+    By a mask, not a sort: the renumbering keeps column order, so every row's entries
+    sort and sum in the same order as with the whole vocabulary's columns."""
+    mask = np.zeros(n_features, dtype=bool)
+    mask[cols] = True
+    return np.flatnonzero(mask), (np.cumsum(mask) - 1)[cols]
+
+
 def row_sums(rows: np.ndarray, n: int, weights: np.ndarray, per_entry: np.ndarray) -> np.ndarray:
     """(n, width): per row, the sum of its entries' table rows `per_entry` times `weights`,
     in the entries' order (a weighted bincount per column of the table)."""

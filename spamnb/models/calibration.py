@@ -2,7 +2,8 @@
 `train`, `eval` (5 folds and `--online`) and single learns (`train --spam|--ham -`,
 `spamnb serve`'s TELL).
 
-Plain Python (no numpy), so that the one-message learner refits as `eval --online` does.
+Plain Python (no numpy), so that the one-message learner refits as `eval --online` does;
+setup.py compiles this source with the C types of calibration.pxd, to the same bits.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ OUTLIER_SHARE = 1e-6
 # -> the same verdicts (the floor stays under 0.95).  0.002: 300 14 / 32%; 0.0005: all
 # 5.1% missed.
 HAM_LOSS = 0.001
+# A C double where compiled (calibration.pxd): `log_add` looks up no math.inf.
+NEG_INF = -math.inf
 
 
 def log_sigmoids(s: float) -> tuple[float, float]:
@@ -50,7 +53,7 @@ def log_add(u: float, v: float) -> float:
     """log(e^u + e^v) without overflow; -inf terms allowed."""
     if u < v:
         u, v = v, u
-    if v == -math.inf:
+    if v == NEG_INF:
         return u
     return u + math.log1p(math.exp(v - u))
 
@@ -74,32 +77,13 @@ def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: i
     mean = math.fsum(z) / len(z)
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in z) / len(z))
     a, b = 1.0 / max(std, 1e-6), 0.0
+    if not outlier < 0.5:
+        raise ValueError(f"an outlier share of {outlier} leaves the sigmoid no part in the labels")
     log_outlier = math.log(outlier) if outlier > 0 else -math.inf  # -inf for no outliers: then plain Platt
     log_keep = math.log1p(-2.0 * outlier)
     loss = log_loss(z, t, a, b, log_outlier, log_keep)
     for _ in range(iterations):
-        gz = g1 = hzz = hz = h1 = 0.0
-        for zi, ti in zip(z, t, strict=True):
-            s = a * zi + b
-            p = probability(s)
-            log_p, log_not_p = log_sigmoids(s)
-            # With q = outlier + keep p, the sigmoid's share of q and of 1 - q, in logs so that
-            # no p or 1 - p that rounds to 0 divides: dq/q = (1 - p) in_q, dq/(1 - q) = p in_not_q.
-            in_q = probability(log_keep + log_p - log_outlier)
-            in_not_q = probability(log_keep + log_not_p - log_outlier)
-            g = (1 - ti) * p * in_not_q - ti * (1 - p) * in_q  # d loss / d s; plain Platt: p - t
-            # Fisher scoring: the expected Hessian dq^2 / (q (1 - q)) is never negative (with
-            # no outliers it is Newton's p (1 - p), as in Platt's fit).
-            w = max(p * (1 - p) * in_q * in_not_q, 1e-12)
-            gz += g * zi
-            g1 += g
-            hzz += w * zi * zi
-            hz += w * zi
-            h1 += w
-        hzz += 1e-9
-        h1 += 1e-9
-        det = hzz * h1 - hz * hz
-        step_a, step_b = (h1 * gz - hz * g1) / det, (hzz * g1 - hz * gz) / det
+        step_a, step_b = fisher_step(z, t, a, b, log_outlier, log_keep)
         # Halve the step while it does not lower the loss; the loss where the step lands is the
         # next step's (one pass over the scores fewer per step).
         scale = 1.0
@@ -111,6 +95,33 @@ def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: i
     if not (math.isfinite(a) and math.isfinite(b) and a > 0):
         return 1.0, 0.0
     return a, b
+
+
+def fisher_step(z: list[float], t: list[float], a: float, b: float, log_outlier: float, log_keep: float) -> tuple[float, float]:
+    """Fisher scoring's step (a, b) -> (a - step_a, b - step_b) on `fit_platt`'s loss over
+    scores z with targets t."""
+    gz = g1 = hzz = hz = h1 = 0.0
+    for zi, ti in zip(z, t, strict=True):
+        s = a * zi + b
+        p = probability(s)
+        log_p, log_not_p = log_sigmoids(s)
+        # With q = outlier + keep p, the sigmoid's share of q and of 1 - q, in logs so that
+        # no p or 1 - p that rounds to 0 divides: dq/q = (1 - p) in_q, dq/(1 - q) = p in_not_q.
+        in_q = probability(log_keep + log_p - log_outlier)
+        in_not_q = probability(log_keep + log_not_p - log_outlier)
+        g = (1 - ti) * p * in_not_q - ti * (1 - p) * in_q  # d loss / d s; plain Platt: p - t
+        # Fisher scoring: the expected Hessian dq^2 / (q (1 - q)) is never negative (with
+        # no outliers it is Newton's p (1 - p), as in Platt's fit).
+        w = max(p * (1 - p) * in_q * in_not_q, 1e-12)
+        gz += g * zi
+        g1 += g
+        hzz += w * zi * zi
+        hz += w * zi
+        h1 += w
+    hzz += 1e-9
+    h1 += 1e-9
+    det = hzz * h1 - hz * hz
+    return (h1 * gz - hz * g1) / det, (hzz * g1 - hz * gz) / det
 
 
 def log_loss(z: list[float], t: list[float], a: float, b: float, log_outlier: float, log_keep: float) -> float:

@@ -169,7 +169,7 @@ def check_values(a: dict) -> None:
     if not all(0 <= d <= MAX_COUNT for d in counts):
         raise ValueError(f"message counts {counts[0]:,} and {counts[1]:,}")
     for c, (t, d) in enumerate(zip(rows(tf), rows(df), strict=True)):
-        if min(t, default=0) < 0 or min(d, default=0) < 0:
+        if negative(tf, t) or negative(df, d):
             raise ValueError("negative counts")
         if sum(t) > MAX_COUNT:
             raise ValueError(f"token counts past {MAX_COUNT:,}")
@@ -180,7 +180,7 @@ def check_values(a: dict) -> None:
         if w.shape != tf.shape:
             raise ValueError(f"weighted sums of shape {w.shape} for counts of {tf.shape}")
         for s in rows(w):
-            if min(s, default=0) < 0 or sum(s) > MAX_WEIGHTED:
+            if negative(w, s) or sum(s) > MAX_WEIGHTED:
                 raise ValueError(f"weighted sums past {MAX_WEIGHTED:,}")
     learnt, classes = a["learnt"], a["learnt_class"]
     if len(learnt.shape) != 2 or learnt.shape[1:] != (16,) or classes.shape != learnt.shape[:1]:
@@ -200,6 +200,12 @@ def check_values(a: dict) -> None:
     keys = [digests[i : i + 16] for i in range(0, len(digests), 16)]
     if not all(map(lt, keys, keys[1:])):
         raise ValueError("learnt digests not sorted")
+
+
+def negative(array: Array, items: memoryview | list) -> bool:
+    """Whether `items` (of `array`) holds a number below zero: only a signed array can (spamnb
+    saves its counts unsigned; a file of another tool's may not)."""
+    return array.kind == "i" and min(items, default=0) < 0
 
 
 def check_moments_saved(kind: str, saved: bool) -> None:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from spamnb.bayes import meta, nb
-from spamnb.bayes.vocabulary import Chunk, ModelVocabulary, Rows, Vocabulary, local_rows
+from spamnb.bayes.vocabulary import Chunk, Indexed, ModelVocabulary, Rows, Vocabulary, local_rows
 from spamnb.mail import headers
 from spamnb.mail.sources import Item, Message, Problem
 from spamnb.models import calibration, journal, trust
@@ -73,16 +73,17 @@ class Tokenise(NamedTuple):
         return cls(Tokenizer(tokens), by_field=False, numeric=numeric)
 
 
-def tokenise_chunk(step: Tokenise, datas: list[bytes]) -> Chunk:
+def tokenise_chunk(step: Tokenise, datas: list[bytes], vocab: Vocabulary | Indexed | None = None) -> Chunk:
     """Map step: raw messages -> their distinct tokens and counts (and fields, if the event
-    model uses them; and numeric features, if the model scores them)."""
+    model uses them; and numeric features, if the model scores them; and the tokens' columns
+    in `vocab`, if given)."""
     with collector_paused():
         if step.numeric:
             read = [step.tokenizer.read(data, True) for data in datas]
-            chunk = local_rows([tokens for tokens, _ in read])
+            chunk = local_rows([tokens for tokens, _ in read], vocab)
             chunk = chunk._replace(numeric=np.array([numeric for _, numeric in read], dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
         else:
-            chunk = local_rows([step.tokenizer(data) for data in datas])
+            chunk = local_rows([step.tokenizer(data) for data in datas], vocab)
     if not step.by_field:
         return chunk
     # From the chunk's distinct token strings, not each entry's.
@@ -107,7 +108,7 @@ class Score(NamedTuple):
     """What the scoring map step needs: a tokenising step and the model's vocabulary and weights."""
 
     tokenise: Tokenise
-    vocab: Vocabulary
+    vocab: Vocabulary | Indexed
     event: nb.EventModel
     table: np.ndarray
     b: float
@@ -118,14 +119,13 @@ class Score(NamedTuple):
     def of(cls, model: Model) -> Score:
         table, b = model.table()
         event = model.scoring.event_model()
-        return cls(Tokenise.of(model.tokens, model.scoring), model.growable(), event, table, b, model.duplicate_keys(), model.gaussians())
+        return cls(Tokenise.of(model.tokens, model.scoring), model.vocab.for_scoring(), event, table, b, model.duplicate_keys(), model.gaussians())
 
 
 def score_chunk(step: Score, datas: list[bytes]) -> np.ndarray:
     """Map step: raw messages -> log-odds under the model."""
-    chunk = tokenise_chunk(step.tokenise, datas)
-    mapping = np.asarray(step.vocab.lookup(chunk.tokens), dtype=np.int64)
-    odds = step.event.log_odds(step.table, step.b, chunk.rows._replace(cols=mapping[chunk.rows.cols]), step.keys)
+    chunk = tokenise_chunk(step.tokenise, datas, step.vocab)
+    odds = step.event.log_odds(step.table, step.b, chunk.rows._replace(cols=chunk.columns[chunk.rows.cols]), step.keys)  # type: ignore[index]
     return odds + log_ratios(step.gaussians, chunk.numeric)
 
 
@@ -660,21 +660,11 @@ def held_out_fold(step: HeldOut, fold: int) -> np.ndarray:
     event, counts, learnt, y, part = step
     rows = part == fold
     held = learnt.take(np.flatnonzero(rows))
-    used, local = used_columns(held.cols, counts.n_features)
+    used, local = nb.used_columns(held.cols, counts.n_features)
     out = nb.Counts.empty(len(used), event.weighting)
     out.add(held._replace(cols=local), y[rows])
     table, b, keys = held_out_table(event, counts, out, used)
     return event.log_odds(table, b, held._replace(cols=local), keys)
-
-
-def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct columns of `cols` in order, and each entry's index among them.
-
-    By a mask, not a sort: the renumbering keeps column order, so every row's entries
-    sort and sum in the same order as with the whole vocabulary's columns."""
-    mask = np.zeros(n_features, dtype=bool)
-    mask[cols] = True
-    return np.flatnonzero(mask), (np.cumsum(mask) - 1)[cols]
 
 
 def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:

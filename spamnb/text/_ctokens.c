@@ -1,6 +1,7 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a chunk's token lists
- * counted, as spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up.
+ * counted, as spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up
+ * (in a dict, or in a hash table of a model's token blob as the chunk is counted).
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -317,12 +318,99 @@ tags(PyObject *module, PyObject *text)
     return out;
 }
 
+PyDoc_STRVAR(indexed_doc,
+"indexed(blob) -> (starts, table)\n\n"
+"A hash table of the tokens of a newline-joined UTF-8 blob (as bytes.split(b'\\n') cuts it,\n"
+"none for an empty blob), for counted() to look tokens up in: where each token starts (int64,\n"
+"one more: its end + 1) and the table's slots (uint64: the hash's high half, column + 1),\n"
+"as bytes.  A token met twice keeps its last column, as a dict made of the list would.");
+
+static uint64_t
+bytes_hash(const unsigned char *p, Py_ssize_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, then the high half folded in */
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
+
+/* The slot holding the token of `n` bytes at `p` (of hash `h`), or the empty one where it
+ * would go; NO_SLOT if the table has neither (indexed() leaves half of it empty). */
+#define NO_SLOT ((size_t)-1)
+
+static size_t
+slot_of(const uint64_t *table, size_t mask, const char *blob, const int64_t *starts, Py_ssize_t n_cols, const char *p, Py_ssize_t n, uint64_t h)
+{
+    uint64_t tag = h >> 32;
+    size_t i = (size_t)h & mask;
+    for (size_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
+        uint64_t s = table[i];
+        if (s == 0)
+            return i;
+        if ((s >> 32) == tag) {
+            int64_t col = (int64_t)(s & 0xffffffffULL) - 1;
+            if (col < n_cols && starts[col + 1] - 1 - starts[col] == n && memcmp(blob + starts[col], p, (size_t)n) == 0)
+                return i;
+        }
+    }
+    return NO_SLOT;
+}
+
+static PyObject *
+indexed(PyObject *module, PyObject *args)
+{
+    Py_buffer blob;
+    if (!PyArg_ParseTuple(args, "y*:indexed", &blob))
+        return NULL;
+    const char *data = blob.buf;
+    Py_ssize_t size = blob.len, n = 0;
+    if (size > 0) {
+        n = 1;
+        for (const char *at = data; (at = memchr(at, '\n', (size_t)(data + size - at))) != NULL; at++)
+            n++;
+    }
+    size_t room = 8;
+    while (room < 2 * (size_t)n)
+        room *= 2;
+    PyObject *starts = NULL, *table = NULL, *result = NULL;
+    if (n >= (Py_ssize_t)UINT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "indexed(): more tokens than the table numbers");
+        goto done;
+    }
+    starts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * (n + 1));
+    table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(uint64_t) * room));
+    if (starts == NULL || table == NULL)
+        goto done;
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(starts);
+    uint64_t *slots = (uint64_t *)PyBytes_AS_STRING(table);
+    memset(slots, 0, sizeof(uint64_t) * room);
+    Py_ssize_t col = 0;
+    at[0] = 0;
+    for (Py_ssize_t i = 0; i < size && col < n; i++)
+        if (data[i] == '\n')
+            at[++col] = i + 1;
+    at[n] = size + 1;
+    for (col = 0; col < n; col++) {
+        const char *p = data + at[col];
+        Py_ssize_t len = at[col + 1] - 1 - at[col];
+        uint64_t h = bytes_hash((const unsigned char *)p, len);
+        slots[slot_of(slots, room - 1, data, at, n, p, len, h)] = ((h >> 32) << 32) | (uint64_t)(col + 1);
+    }
+    result = PyTuple_Pack(2, starts, table);
+done:
+    Py_XDECREF(starts);
+    Py_XDECREF(table);
+    PyBuffer_Release(&blob);
+    return result;
+}
+
 PyDoc_STRVAR(counted_doc,
-"counted(token_lists) -> (tokens, cols, counts, lengths)\n\n"
+"counted(token_lists[, blob, starts, table]) -> (tokens, cols, counts, lengths[, columns])\n\n"
 "A chunk's token lists (a list of lists of str) counted: its distinct tokens in order of first\n"
 "sight (a list); each message's distinct tokens as their places in that list, with their\n"
 "counts, in order of first sight in the message (int32 each); and how many each message has\n"
-"(int64).  The numbers as bytearrays of native ints.");
+"(int64).  With a vocabulary's blob and its indexed() starts and table: also each distinct\n"
+"token's column there, -1 where it has none (int64).  The numbers as bytearrays of native ints.");
 
 static PyObject *
 not_token_lists(void)
@@ -331,36 +419,92 @@ not_token_lists(void)
     return NULL;
 }
 
-/* One pass: each token looked up once in the chunk's dictionary (token -> place); one met
- * again in the same message is told by the last message that held it (`last`, numbered
- * from 1) and counted at its entry there (`entry`). */
-static PyObject *
-counted(PyObject *module, PyObject *lists)
+/* A token's UTF-8 bytes, as the vocabulary's blob holds them (surrogates passed through):
+ * an ASCII str's own, else its cached UTF-8, else a bytes object made in `*made`. */
+static const char *
+utf8_of(PyObject *token, Py_ssize_t *n, PyObject **made)
 {
-    if (!PyList_Check(lists))
-        return not_token_lists();
+    *made = NULL;
+    if (PyUnicode_IS_ASCII(token)) {
+        *n = PyUnicode_GET_LENGTH(token);
+        return (const char *)PyUnicode_DATA(token);
+    }
+    const char *p = PyUnicode_AsUTF8AndSize(token, n);
+    if (p != NULL)
+        return p;
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+        return NULL;
+    PyErr_Clear();
+    if ((*made = PyUnicode_AsEncodedString(token, "utf-8", "surrogatepass")) == NULL)
+        return NULL;
+    *n = PyBytes_GET_SIZE(*made);
+    return PyBytes_AS_STRING(*made);
+}
+
+/* One pass: each token looked up once, in the vocabulary's table (its place then kept by
+ * column in `place_of`) or else in the chunk's dictionary (token -> place); one met again in
+ * the same message is told by the last message that held it (`last`, numbered from 1) and
+ * counted at its entry there (`entry`). */
+static PyObject *
+counted(PyObject *module, PyObject *args)
+{
+    PyObject *lists;
+    Py_buffer blob = {0}, starts_buf = {0}, table_buf = {0};
+    if (!PyArg_ParseTuple(args, "O|y*y*y*:counted", &lists, &blob, &starts_buf, &table_buf))
+        return NULL;
+    int indexed = blob.buf != NULL;
+    PyObject *index = NULL, *distinct = NULL, *result = NULL;
+    int32_t *cols = NULL, *counts = NULL, *last = NULL, *entry = NULL, *place_of = NULL;
+    int64_t *lengths = NULL, *columns = NULL;
+    const int64_t *starts = starts_buf.buf;
+    const uint64_t *table = table_buf.buf;
+    Py_ssize_t n_cols = 0;
+    size_t mask = 0;
+    if (indexed) {
+        n_cols = starts_buf.len / (Py_ssize_t)sizeof(int64_t) - 1;
+        size_t room = (size_t)table_buf.len / sizeof(uint64_t);
+        mask = room - 1;
+        if (table_buf.buf == NULL || n_cols < 0 || room < 8 || (room & mask) != 0 || (size_t)n_cols * 2 > room) {
+            PyErr_SetString(PyExc_ValueError, "counted(): not a vocabulary's indexed() starts and table");
+            goto done;
+        }
+        for (Py_ssize_t c = 0; c < n_cols; c++)
+            if (starts[c] < 0 || starts[c + 1] <= starts[c] || starts[c + 1] - 1 > blob.len) {
+                PyErr_SetString(PyExc_ValueError, "counted(): the starts do not fit the blob");
+                goto done;
+            }
+    }
+    if (!PyList_Check(lists)) {
+        not_token_lists();
+        goto done;
+    }
     Py_ssize_t n = PyList_GET_SIZE(lists), total = 0;
     for (Py_ssize_t m = 0; m < n; m++) {
         PyObject *tokens = PyList_GET_ITEM(lists, m);
-        if (!PyList_Check(tokens))
-            return not_token_lists();
+        if (!PyList_Check(tokens)) {
+            not_token_lists();
+            goto done;
+        }
         total += PyList_GET_SIZE(tokens);
     }
     if (total >= INT32_MAX || n >= INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "counted(): more tokens or messages than an int32 numbers");
-        return NULL;
+        goto done;
     }
-    PyObject *index = PyDict_New(), *distinct = PyList_New(0), *result = NULL;
-    int32_t *cols = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
-    int32_t *counts = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
-    int64_t *lengths = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
-    int32_t *last = NULL, *entry = NULL; /* per place, grown as places are given */
-    Py_ssize_t room = 0, e = 0;
-    if (index == NULL || distinct == NULL || cols == NULL || counts == NULL || lengths == NULL) {
+    index = PyDict_New();
+    distinct = PyList_New(0);
+    cols = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
+    counts = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
+    lengths = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
+    place_of = indexed ? PyMem_Malloc(sizeof(int32_t) * (size_t)(n_cols + 1)) : NULL;
+    Py_ssize_t room = 0, e = 0; /* last, entry and columns: per place, grown as places are given */
+    if (index == NULL || distinct == NULL || cols == NULL || counts == NULL || lengths == NULL || (indexed && place_of == NULL)) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
     }
+    if (indexed)
+        memset(place_of, 0xff, sizeof(int32_t) * (size_t)(n_cols + 1)); /* -1: no place yet */
     for (Py_ssize_t m = 0; m < n; m++) {
         PyObject *tokens = PyList_GET_ITEM(lists, m);
         Py_ssize_t first = e;
@@ -371,13 +515,30 @@ counted(PyObject *module, PyObject *lists)
                 not_token_lists();
                 goto done;
             }
-            Py_ssize_t place;
-            PyObject *found = PyDict_GetItemWithError(index, token);
-            if (found != NULL)
-                place = PyLong_AsSsize_t(found);
-            else {
-                if (PyErr_Occurred())
+            Py_ssize_t place = -1, col = -1;
+            if (indexed) {
+                Py_ssize_t len;
+                PyObject *made;
+                const char *p = utf8_of(token, &len, &made);
+                if (p == NULL)
                     goto done;
+                uint64_t h = bytes_hash((const unsigned char *)p, len);
+                size_t at = slot_of(table, mask, blob.buf, starts, n_cols, p, len, h);
+                uint64_t s = at == NO_SLOT ? 0 : table[at];
+                Py_XDECREF(made);
+                if (s != 0) {
+                    col = (Py_ssize_t)(s & 0xffffffffULL) - 1;
+                    place = place_of[col];
+                }
+            }
+            if (place < 0 && col < 0) {
+                PyObject *found = PyDict_GetItemWithError(index, token);
+                if (found != NULL)
+                    place = PyLong_AsSsize_t(found);
+                else if (PyErr_Occurred())
+                    goto done;
+            }
+            if (place < 0) {
                 place = PyList_GET_SIZE(distinct);
                 if (place >= room) {
                     Py_ssize_t more = room ? 2 * room : 4096;
@@ -388,20 +549,32 @@ counted(PyObject *module, PyObject *lists)
                     }
                     last = grown;
                     memset(last + room, 0, sizeof(int32_t) * (size_t)(more - room));
-                    grown = PyMem_Realloc(entry, sizeof(int32_t) * (size_t)more);
-                    if (grown == NULL) {
+                    if ((grown = PyMem_Realloc(entry, sizeof(int32_t) * (size_t)more)) == NULL) {
                         PyErr_NoMemory();
                         goto done;
                     }
                     entry = grown;
+                    int64_t *wider = PyMem_Realloc(columns, sizeof(int64_t) * (size_t)more);
+                    if (wider == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    columns = wider;
                     room = more;
                 }
-                PyObject *value = PyLong_FromSsize_t(place);
-                if (value == NULL)
-                    goto done;
-                int failed = PyDict_SetItem(index, token, value);
-                Py_DECREF(value);
-                if (failed < 0 || PyList_Append(distinct, token) < 0)
+                if (col >= 0)
+                    place_of[col] = (int32_t)place;
+                else {
+                    PyObject *value = PyLong_FromSsize_t(place);
+                    if (value == NULL)
+                        goto done;
+                    int failed = PyDict_SetItem(index, token, value);
+                    Py_DECREF(value);
+                    if (failed < 0)
+                        goto done;
+                }
+                columns[place] = (int64_t)col;
+                if (PyList_Append(distinct, token) < 0)
                     goto done;
             }
             if (last[place] != (int32_t)(m + 1)) {
@@ -418,19 +591,29 @@ counted(PyObject *module, PyObject *lists)
     PyObject *c = PyByteArray_FromStringAndSize((const char *)cols, (Py_ssize_t)sizeof(int32_t) * e);
     PyObject *k = PyByteArray_FromStringAndSize((const char *)counts, (Py_ssize_t)sizeof(int32_t) * e);
     PyObject *l = PyByteArray_FromStringAndSize((const char *)lengths, (Py_ssize_t)sizeof(int64_t) * n);
-    if (c != NULL && k != NULL && l != NULL)
-        result = PyTuple_Pack(4, distinct, c, k, l);
+    PyObject *w = indexed ? PyByteArray_FromStringAndSize((const char *)columns, (Py_ssize_t)sizeof(int64_t) * PyList_GET_SIZE(distinct)) : NULL;
+    if (c != NULL && k != NULL && l != NULL && (w != NULL || !indexed))
+        result = indexed ? PyTuple_Pack(5, distinct, c, k, l, w) : PyTuple_Pack(4, distinct, c, k, l);
     Py_XDECREF(c);
     Py_XDECREF(k);
     Py_XDECREF(l);
+    Py_XDECREF(w);
 done:
     PyMem_Free(last);
     PyMem_Free(entry);
+    PyMem_Free(columns);
+    PyMem_Free(place_of);
     PyMem_Free(cols);
     PyMem_Free(counts);
     PyMem_Free(lengths);
     Py_XDECREF(index);
     Py_XDECREF(distinct);
+    if (blob.buf != NULL)
+        PyBuffer_Release(&blob);
+    if (starts_buf.buf != NULL)
+        PyBuffer_Release(&starts_buf);
+    if (table_buf.buf != NULL)
+        PyBuffer_Release(&table_buf);
     return result;
 }
 
@@ -524,14 +707,15 @@ fail:
 static PyMethodDef methods[] = {
     {"words", words, METH_VARARGS, words_doc},
     {"tags", tags, METH_O, tags_doc},
-    {"counted", counted, METH_O, counted_doc},
+    {"indexed", indexed, METH_VARARGS, indexed_doc},
+    {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, token counter and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
