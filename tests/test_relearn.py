@@ -4,6 +4,7 @@ takes a message out again (forget, a move, merge's copies), or carries the model
 journal's fold, dump and restore, a version-8 file), takes out or keeps exactly that."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -55,6 +56,22 @@ def test_a_hard_message_learnt_again_is_forgotten_exactly(model: Path) -> None:
     assert weight_of(model, HARD) == 1 + journal.EXTRA
     spamnb("train", "-m", model, "--ham", "-", "--forget", stdin=HARD)
     assert counts(model) == before
+
+
+def test_a_message_learnt_again_counts_once_among_the_messages_held(model: Path) -> None:
+    """The scoring's `docs` count the learn weight; the messages a model is said to hold do not."""
+    held = json.loads(spamnb("inspect", "--json", "-m", model).stdout)["messages"]
+    learn = subprocess.run([SPAMNB, "train", "-m", model, "--ham", "-"], input=HARD, capture_output=True)
+    assert learn.returncode == 0 and weight_of(model, HARD) == 1 + journal.EXTRA, learn.stderr
+    said = f"model holds {held['spam']} spam and {held['ham'] + 1} ham"
+    assert said in learn.stderr.decode()
+    for folded in (False, True):  # from the journal, then from the model file
+        if folded:
+            store.save(store.load(str(model)), str(model))
+        assert json.loads(spamnb("inspect", "--json", "-m", model).stdout)["messages"] == {"spam": held["spam"], "ham": held["ham"] + 1}
+        assert counts(model)["docs"][0] == held["ham"] + 1 + journal.EXTRA
+    again = subprocess.run([SPAMNB, "train", "-m", model, "--spam", "-"], input=make_mail("quokka again", "casino narwhal viagra\n"), capture_output=True)
+    assert f"model holds {held['spam'] + 1} spam and {held['ham'] + 1} ham" in again.stderr.decode(), again.stderr
 
 
 def test_moving_a_hard_message_takes_out_what_its_learn_added(model: Path, tmp_path: Path) -> None:

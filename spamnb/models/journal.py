@@ -195,6 +195,15 @@ class Fitted:
         return cls((a, b), floor)
 
 
+def messages(docs: Iterable[int], learnt: Iterable[tuple[int, int]]) -> list[int]:
+    """Messages learnt per class, from the `docs` a model scores with and how each message is
+    learnt, (class, weight): one learnt W times (`learn_weight`) counts W times there, once here."""
+    out = [int(d) for d in docs]
+    for cls, weight in learnt:
+        out[cls] -= weight - 1
+    return out
+
+
 def class_in(learnt: tuple[int, int] | None) -> int | None:
     """The class of how a message is learnt, (class, weight) (None: not learnt)."""
     return None if learnt is None else learnt[0]

@@ -131,6 +131,12 @@ class Model:
         self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
         self.history = history if history is not None else []
 
+    def messages(self) -> list[int]:
+        """Messages learnt per class (ham, spam): `counts.docs` counts a relearnt one as often as it was learnt."""
+        from spamnb.models import journal
+
+        return journal.messages(self.counts.docs, self.learnt.values())
+
     def gaussians(self) -> meta.Gaussians:
         """The numeric features' term as the model's scoring sets it."""
         return meta.Gaussians(self.scoring.meta, self.moments.tolist(), self.scoring.meta_weight)

@@ -107,7 +107,7 @@ def notice(text: str) -> None:
 
 class Outcome:
     """What a learn did: counts of messages learnt, moved, already known and forgotten, the ids
-    of those never learnt (nothing to forget), the sources' problems, and the model's docs after."""
+    of those never learnt (nothing to forget), the sources' problems, and the messages the model holds after (ham, spam)."""
 
     def __init__(self) -> None:
         self.learnt = self.moved = self.already = self.forgotten = 0
@@ -203,7 +203,7 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
             if fitted != model.scoring:
                 entries.append(journal.Fitted(fitted.calibration, fitted.spam_floor))
         size = journal.append(model_path, model.identity, model.journal, entries)
-        out.docs = list(model.docs)
+        out.docs = model.messages()
         if size > journal.FOLD_SIZE:
             try:
                 fold(model_path)

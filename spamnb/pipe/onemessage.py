@@ -307,6 +307,17 @@ class OneModel:
             return None
         return int(self._learnt_class[lo]), 1 if self._learnt_weight is None else int(self._learnt_weight[lo])
 
+    def messages(self) -> list[int]:
+        """Messages learnt per class (`journal.messages`): the journal's learns, and the file's it left as they were."""
+        now = self.journal.learnt
+        learnt = [how for how in now.values() if how is not None]
+        if self._learnt_weight is not None:  # the file's messages learnt once each add nothing to take out
+            mm, at = self._mm, self._learnt_at
+            learnt += [
+                (int(self._learnt_class[i]), int(w)) for i, w in enumerate(self._learnt_weight) if w > 1 and mm[at + 16 * i : at + 16 * i + 16] not in now
+            ]
+        return journal.messages(self.docs, learnt)
+
     def check_trained(self) -> None:
         missing = [CLASSES[c] for c in (HAM, SPAM) if self.docs[c] == 0]
         if missing:
