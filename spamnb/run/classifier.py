@@ -6,7 +6,6 @@ number of messages.  Unreadable messages pass through as `Problem` items.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -417,6 +416,8 @@ def scored_batch(model: Model, batch: list[Item], odds: np.ndarray) -> Iterator[
 
 def name_digest(message_id: str) -> str:
     """The md5 of a message's file name, in hex: folds and samples by it are reproducible."""
+    import hashlib  # here: classify needs no hash, and its start-up would pay the import
+
     return hashlib.md5(os.path.basename(message_id).encode("utf-8", "surrogateescape")).hexdigest()
 
 

@@ -9,9 +9,7 @@ included, comes out identical; the client saves the model once, after all of it.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import logging
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -58,6 +56,10 @@ def require() -> None:
 def connect(address: str, workers: int, processes: bool = True) -> Iterator[Client]:
     """A client of the scheduler at `address`, or of a LocalCluster of `workers` processes (`local`)."""
     require()
+    # Here, not at the top: every batch command imports this module, and one without --dask
+    # needs neither (they were a large part of its start-up).
+    import concurrent.futures
+
     import dask
     from distributed import KilledWorker
 
@@ -85,6 +87,8 @@ def quiet_dask() -> Iterator[None]:
     error raised above says what happened (and --debug shows the chain)."""
     # Dask sets its loggers' levels one by one (distributed.client's among them), so no
     # parent's level covers them all; spamnb itself does not log.
+    import logging
+
     logging.disable(logging.ERROR)
     try:
         yield
@@ -93,6 +97,8 @@ def quiet_dask() -> Iterator[None]:
 
 
 def _connected(address: str, workers: int, processes: bool) -> Iterator[Client]:
+    import logging
+
     from distributed import Client, LocalCluster
 
     if address == "local":
