@@ -246,8 +246,9 @@ def test_the_counter_refuses_a_table_or_starts_not_made_of_its_blob() -> None:
     for bad in ((blob, starts, table[:-8]), (blob, starts, b""), (blob[:2], starts, table), (blob, bytes(starts[8:16]) + starts[8:], table)):
         with pytest.raises(ValueError):
             vocabulary.COUNTED([["a"]], *bad)
-    with pytest.raises(TypeError):
-        vocabulary.COUNTED([["a", b"b"]], blob, starts, table)
+    for bad in ([["a", b"b"]], [["\udcff", "\u00e9", 1]], [["\udcff"], ["a", "\udcff", ("x",)]]):  # a token encoded before the bad one
+        with pytest.raises(TypeError):
+            vocabulary.COUNTED(bad, blob, starts, table)
     many = [f"t{i}" for i in range(9000)]
     big = "\n".join(many).encode()
     chunk = vocabulary.local_rows([[*many[::-1], "new", "t5"], ["t5", "t8999", "t5"]], vocabulary.Indexed(big, *vocabulary.INDEXED(big)))

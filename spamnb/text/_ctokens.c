@@ -441,6 +441,15 @@ utf8_of(PyObject *token, Py_ssize_t *n, PyObject **made)
     return PyBytes_AS_STRING(*made);
 }
 
+/* A token of the message being counted, as the look-up in the vocabulary's table needs it. */
+typedef struct {
+    const char *p; /* its UTF-8 */
+    Py_ssize_t len;
+    PyObject *made; /* the bytes object holding them, where they were encoded here */
+    uint64_t h;
+    int64_t guess; /* the column in its first slot, if the hash's high half matches, else -1 */
+} Probe;
+
 /* One pass: each token looked up once, in the vocabulary's table (its place then kept by
  * column in `place_of`) or else in the chunk's dictionary (token -> place); one met again in
  * the same message is told by the last message that held it (`last`, numbered from 1) and
@@ -456,6 +465,8 @@ counted(PyObject *module, PyObject *args)
     PyObject *index = NULL, *distinct = NULL, *result = NULL;
     int32_t *cols = NULL, *counts = NULL, *last = NULL, *entry = NULL, *place_of = NULL;
     int64_t *lengths = NULL, *columns = NULL;
+    Probe *probes = NULL; /* a message's tokens' UTF-8, hashes and first slots, read ahead */
+    Py_ssize_t probe_room = 0;
     const int64_t *starts = starts_buf.buf;
     const uint64_t *table = table_buf.buf;
     Py_ssize_t n_cols = 0;
@@ -507,7 +518,46 @@ counted(PyObject *module, PyObject *args)
         memset(place_of, 0xff, sizeof(int32_t) * (size_t)(n_cols + 1)); /* -1: no place yet */
     for (Py_ssize_t m = 0; m < n; m++) {
         PyObject *tokens = PyList_GET_ITEM(lists, m);
-        Py_ssize_t first = e;
+        Py_ssize_t first = e, size = PyList_GET_SIZE(tokens);
+        if (indexed) {
+            if (size > probe_room) {
+                Probe *grown = PyMem_Realloc(probes, sizeof(Probe) * (size_t)size);
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                probes = grown;
+                for (Py_ssize_t i = probe_room; i < size; i++)
+                    probes[i].made = NULL;
+                probe_room = size;
+            }
+            /* The table, the starts and the blob are read at random: each stage asks for the
+             * next one's memory for every token of the message before any token needs it. */
+            for (Py_ssize_t i = 0; i < size; i++) {
+                PyObject *token = PyList_GET_ITEM(tokens, i);
+                Probe *q = &probes[i];
+                q->made = NULL;
+                if (!PyUnicode_CheckExact(token)) {
+                    not_token_lists();
+                    goto done;
+                }
+                if ((q->p = utf8_of(token, &q->len, &q->made)) == NULL)
+                    goto done;
+                q->h = bytes_hash((const unsigned char *)q->p, q->len);
+                __builtin_prefetch(&table[q->h & mask]);
+            }
+            for (Py_ssize_t i = 0; i < size; i++) {
+                uint64_t s = table[probes[i].h & mask];
+                probes[i].guess = (s >> 32) == (probes[i].h >> 32) && (int64_t)(s & 0xffffffffULL) - 1 < n_cols ? (int64_t)(s & 0xffffffffULL) - 1 : -1;
+                if (probes[i].guess >= 0) {
+                    __builtin_prefetch(&starts[probes[i].guess]);
+                    __builtin_prefetch(&place_of[probes[i].guess]);
+                }
+            }
+            for (Py_ssize_t i = 0; i < size; i++)
+                if (probes[i].guess >= 0)
+                    __builtin_prefetch((const char *)blob.buf + starts[probes[i].guess]);
+        }
         /* No Python code runs in this loop (exact str keys, int values): no list changes. */
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tokens); i++) {
             PyObject *token = PyList_GET_ITEM(tokens, i);
@@ -517,15 +567,10 @@ counted(PyObject *module, PyObject *args)
             }
             Py_ssize_t place = -1, col = -1;
             if (indexed) {
-                Py_ssize_t len;
-                PyObject *made;
-                const char *p = utf8_of(token, &len, &made);
-                if (p == NULL)
-                    goto done;
-                uint64_t h = bytes_hash((const unsigned char *)p, len);
-                size_t at = slot_of(table, mask, blob.buf, starts, n_cols, p, len, h);
+                Probe *q = &probes[i];
+                size_t at = slot_of(table, mask, blob.buf, starts, n_cols, q->p, q->len, q->h);
                 uint64_t s = at == NO_SLOT ? 0 : table[at];
-                Py_XDECREF(made);
+                Py_CLEAR(q->made);
                 if (s != 0) {
                     col = (Py_ssize_t)(s & 0xffffffffULL) - 1;
                     place = place_of[col];
@@ -599,6 +644,9 @@ counted(PyObject *module, PyObject *args)
     Py_XDECREF(l);
     Py_XDECREF(w);
 done:
+    for (Py_ssize_t i = 0; i < probe_room; i++) /* a message left part way: its encoded tokens */
+        Py_XDECREF(probes[i].made);
+    PyMem_Free(probes);
     PyMem_Free(last);
     PyMem_Free(entry);
     PyMem_Free(columns);
