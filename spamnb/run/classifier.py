@@ -160,7 +160,8 @@ def chunk_size(jobs: int) -> int:
 
 
 class Changes(NamedTuple):
-    """One chunk's learning: which tokenised message each count change uses, its class and sign."""
+    """One chunk's learning: which tokenised message each count change uses, its class and
+    signed weight (journal.changes)."""
 
     size: int
     which: list[int]
@@ -241,18 +242,21 @@ def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
 
 
 def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:
-    """The (class, sign) count changes of learning (or forgetting) one message of digest
-    `key` as `cls` (`journal.decided`), in order; `model.learnt` and `report` are brought up to date."""
+    """The (class, signed weight) count changes of learning (or forgetting) one message of
+    digest `key` as `cls` (`journal.decided`), in order; `model.learnt` and `report` are
+    brought up to date.  A bulk learn learns each message once (`journal.learn_weight` is
+    for messages scored before their learn); what it moves or forgets goes out as many
+    times as it was learnt."""
     before = model.learnt.get(key)
-    done, after = journal.decided(before, cls, forget)
+    done, after = journal.decided(journal.class_in(before), cls, forget)
     journal.tally(report, done, message_id)
-    if after == before:
+    if after == journal.class_in(before):
         return []
     if after is None:
         del model.learnt[key]
     else:
-        model.learnt[key] = after
-    return journal.changes(before, after)
+        model.learnt[key] = (after, 1)
+    return journal.changes(before, model.learnt.get(key))
 
 
 class Sampled(NamedTuple):
