@@ -106,7 +106,7 @@ def test_messages_known_by_their_legacy_digest_move_alike(client: object) -> Non
     by_legacy = {headers.digest(m.data): headers.legacy_digests(m.data)[1] for m in sources.read_all([SPAM]) if isinstance(m, sources.Message)}
     assert any(new != old for new, old in by_legacy.items())
     for model in models:
-        model.learnt = {by_legacy.get(key, key): how for key, how in model.learnt.items()}
+        model.learnt = {by_legacy.get(key, key): cls for key, cls in model.learnt.items()}
     local, _ = learn_both(client, [SPAM], [], base=models)
     assert local.counts.docs.tolist() == [0, len(by_legacy)]
 

@@ -194,13 +194,11 @@ def test_a_record_cut_short_is_skipped_and_then_cut_off(model: Path, tmp_path: P
     path = Path(journal.journal_path(str(model)))
     good = path.read_bytes()
     # A learner killed part way through its write: its message was never acknowledged.
-    record = journal.Entry(b"\x01" * 16, None, (0, 1), {"half": 1}).payload()
+    record = journal.Entry(b"\x01" * 16, None, 0, {"half": 1}).payload()
     path.write_bytes(good + journal.REC.pack(journal.REC_TAG, len(record), 0) + record[:5])
     assert store.load(str(model)).counts.docs.tolist() == [12, 13]
     assert learn(model, "ham", ham) == 0
-    loaded = store.load(str(model))
-    weight = loaded.learnt[headers.digest(NEW_HAM, loaded.tokens.max_bytes)][1]  # journal.learn_weight
-    assert path.read_bytes().startswith(good) and loaded.counts.docs.tolist() == [12 + weight, 13]
+    assert path.read_bytes().startswith(good) and store.load(str(model)).counts.docs.tolist() == [13, 13]
 
 
 def test_a_journal_of_an_earlier_model_is_ignored(model: Path, tmp_path: Path) -> None:
@@ -324,11 +322,11 @@ def test_scores_and_scoring_records_are_read_back_and_older_records_still_read(m
     # The learn's record carries the message's log-odds as the pipe gave them before the learn.
     assert journal.read(str(model), onemessage.OneModel(str(model)).identity).history == [(before, 1)]
     score = before
-    older = journal.Entry(b"\x02" * 16, None, (0, 1), {"old": 1}).payload()  # as spamnb wrote records before scores
+    older = journal.Entry(b"\x02" * 16, None, 0, {"old": 1}).payload()  # as spamnb wrote records before scores
     assert b"s=" not in older and journal.Entry.parse(older).score is None
     ident = onemessage.OneModel(str(model)).identity
     fitted = journal.Fitted((0.25, -1.5), 0.999)
-    journal.append(str(model), ident, journal.read(str(model), ident), [journal.Entry(b"\x02" * 16, None, (0, 1), {"old": 1}), fitted])
+    journal.append(str(model), ident, journal.read(str(model), ident), [journal.Entry(b"\x02" * 16, None, 0, {"old": 1}), fitted])
     loaded = store.load(str(model))
     assert (loaded.scoring.calibration, loaded.scoring.spam_floor) == ((0.25, -1.5), 0.999)
     assert onemessage.OneModel(str(model)).scoring == loaded.scoring

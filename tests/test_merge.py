@@ -92,7 +92,7 @@ def test_a_copy_learnt_under_the_older_digest_counts_once(tmp_path: Path) -> Non
         ok("train", "-q", "-m", model, "--ham", folder)
     # a as a model trained before the digest left out the transport fields holds them
     old = store.load(str(a), growable=True)
-    old.learnt = {headers.legacy_digests(m, old.tokens.max_bytes)[1]: (nb.HAM, 1) for m in mails}
+    old.learnt = {headers.legacy_digests(m, old.tokens.max_bytes)[1]: nb.HAM for m in mails}
     assert not old.learnt.keys() & store.load(str(b)).learnt.keys()
     store.save(old, str(a))
     result = ok("merge", "-m", a, b, "--messages", folder)

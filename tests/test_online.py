@@ -7,19 +7,17 @@ import json
 import math
 import os
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from spamnb.bayes.vocabulary import Rows
 from spamnb.mail.sources import Message, read_index
-from spamnb.models import journal, store
+from spamnb.models import store
 from spamnb.models.model import Scoring
 from spamnb.run import classifier, metrics, online
 from spamnb.run.classifier import Scored
-from spamnb.text.tokens import Tokenizer, TokenSettings
+from spamnb.text.tokens import TokenSettings
 from tests.conftest import run_cli
 from tests.test_pipe import SPAMNB, verdict_of
 
@@ -46,20 +44,9 @@ def test_each_message_is_scored_by_the_model_of_the_messages_before_it(shuffled:
     assert result.learnt == len(items)
     first_trained = next(i for i in range(len(items)) if {m.label for m in items[:i]} == {"spam", "ham"})
     assert all(s.log_odds == 0.0 for s in result.scored[:first_trained])
-    # Each message learnt as often as its score before the learn says (journal.learn_weight).
-    weights = [journal.learn_weight(s.log_odds, classifier.class_of(m)) for s, m in zip(result.scored, items, strict=True)]
-    assert 1 < weights.count(1) < len(items)
-    tokenize = Tokenizer(TokenSettings())
     for k in (first_trained, 17, 40, 77, len(items) - 1):
         model = store.empty_model(TokenSettings(), scoring)
         classifier.learn(model, items[:k])
-        vocab = model.growable()
-        for m, w in zip(items[:k], weights, strict=False):
-            if w > 1:  # its counts added w - 1 more times
-                found = Counter(tokenize.read(m.data, False)[0])
-                rows = Rows(np.asarray(vocab.grow(list(found)), np.int64), np.fromiter(found.values(), np.int64), np.array([len(found)]))
-                model.counts.add(rows, np.array([classifier.class_of(m)]), np.array([w - 1]))
-        model.counts.grow(len(vocab))
         (scored,) = classifier.classify(model, [Message(items[k].id, items[k].data)])
         assert result.scored[k].log_odds == pytest.approx(scored.log_odds, rel=1e-9, abs=1e-12), k
 

@@ -319,4 +319,4 @@ def test_a_version_7_model_reads_with_an_empty_calibration_history(saved: tuple[
     assert old.history == [] and old.scoring == model.scoring
     assert onemessage.OneModel(path).history() == []
     store.save(old, path)
-    assert int(arrays_of(path)["version"]) == store.VERSION == 9
+    assert int(arrays_of(path)["version"]) == store.VERSION == 8

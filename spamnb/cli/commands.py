@@ -576,10 +576,9 @@ def train(
             done += f", pruned {pruned} tokens"
         holds = "model holds"
     if not ctx.obj["quiet"] or bad or result.never_learnt or dry_run:  # quiet unless something needs a look
-        held = model.messages()
         click.echo(
             f"{model_path}: {done}, already known {result.already}; "
-            f"{holds} {held[1]} spam and {held[0]} ham" + ("; dry run: nothing saved" if dry_run else ""),
+            f"{holds} {model.counts.docs[1]} spam and {model.counts.docs[0]} ham" + ("; dry run: nothing saved" if dry_run else ""),
             err=True,
         )
     asked = {"spam": bool(spam) or index is not None, "ham": bool(ham) or index is not None}
@@ -884,7 +883,6 @@ def merge(ctx: click.Context, model_path: str, others: tuple[str, ...], prefer: 
 
 
 def say_merged(model_path: str, merged: Any, result: Any, others: int, prefer: str | None) -> None:
-    held = merged.messages()
     done = f"added {result.added} messages from {others} models"
     if result.counted_once:
         done += f", {result.counted_once} learnt in more than one counted once"
@@ -892,7 +890,7 @@ def say_merged(model_path: str, merged: Any, result: Any, others: int, prefer: s
         done += f" ({result.resolved} kept as {prefer})"
     click.echo(
         f"{model_path}: {done}; calibration the mean of {result.calibrations} models'; "
-        f"model holds {held[1]} spam and {held[0]} ham",
+        f"model holds {merged.counts.docs[1]} spam and {merged.counts.docs[0]} ham",
         err=True,
     )
 
@@ -1031,8 +1029,7 @@ def restore(ctx: click.Context, model_path: str, src: str) -> None:
             raise Failure(f"{model_path} exists: restore makes a new model (move it aside first)")
         store.save(model, model_path)
     if not ctx.obj["quiet"]:
-        ham, spam = model.messages()
-        click.echo(f"{model_path}: restored; model holds {spam} spam and {ham} ham", err=True)
+        click.echo(f"{model_path}: restored; model holds {model.counts.docs[1]} spam and {model.counts.docs[0]} ham", err=True)
 
 
 @cli.command(

@@ -241,10 +241,9 @@ def token_row(model: Model, token: str, col: int, weight: float) -> dict[str, An
 
 
 def summary(model: Model, path: str) -> dict[str, Any]:
-    held = model.messages()
     return {
         "model": path,
-        "messages": {"spam": held[nb.SPAM], "ham": held[nb.HAM]},
+        "messages": {"spam": int(model.counts.docs[nb.SPAM]), "ham": int(model.counts.docs[nb.HAM])},
         "vocabulary": model.counts.n_features,
         "tokens_seen": {"spam": int(model.counts.tf[nb.SPAM].sum()), "ham": int(model.counts.tf[nb.HAM].sum())},
         "learnt_digests": len(model.learnt),

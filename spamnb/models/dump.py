@@ -14,9 +14,7 @@ The dump is of the model as every command sees it, its journal's changes include
   then        one line per token, in the model's (sorted) order: the token, then its
               counts, tab-separated (`tf_ham tf_spam df_ham df_spam`, and the weighted
               sums where the scoring weights); in a token `\\`, tab and CR are escaped
-  then        one line per learnt message: its digest in hex, a tab, `ham` or `spam`, and
-              where it was learnt more than once a tab and how many times (version 2;
-              version 1 has none: each learnt once)
+  then        one line per learnt message: its digest in hex, a tab, `ham` or `spam`
   last        `end`, so that a cut-off dump is refused rather than half restored
 """
 from __future__ import annotations
@@ -30,20 +28,17 @@ from typing import BinaryIO
 import numpy as np
 
 from spamnb.models import store
-from spamnb.models.journal import MAX_LEARN_WEIGHT
 from spamnb.models.model import Model
 from spamnb.models.modelfile import ModelError
 
 FORMAT = "spamnb-dump"
-VERSION = 2
-READS = (1, 2)
+VERSION = 1
 CLASSES = ("ham", "spam")
 ESCAPES = {b"\\": b"\\\\", b"\t": b"\\t", b"\r": b"\\r"}
 UNESCAPES = {v: k for k, v in ESCAPES.items()}
 ESCAPED = re.compile(rb"[\\\t\r]")
 UNESCAPED = re.compile(rb"\\[\\tr]")
 DIGEST = re.compile(rb"[0-9a-f]{32}")
-TIMES = re.compile(rb"[0-9]{1,3}")
 
 
 def columns(weighted: bool) -> list[str]:
@@ -74,11 +69,8 @@ def dump(model: Model, out: BinaryIO) -> None:
     out.write(json.dumps(head, sort_keys=True).encode() + b"\n")
     for token, counts in zip(tokens, per_token.tolist(), strict=True):
         out.write(b"\t".join([ESCAPED.sub(lambda m: ESCAPES[m.group()], token), *(str(c).encode() for c in counts)]) + b"\n")
-    classes = arrays["learnt_class"].tolist()
-    weights = arrays["learnt_weight"].tolist() if "learnt_weight" in arrays else [1] * len(classes)
-    for digest, cls, weight in zip(arrays["learnt"], classes, weights, strict=True):
-        times = b"\t%d" % weight if weight != 1 else b""
-        out.write(digest.tobytes().hex().encode() + b"\t" + CLASSES[cls].encode() + times + b"\n")
+    for digest, cls in zip(arrays["learnt"], arrays["learnt_class"].tolist(), strict=True):
+        out.write(digest.tobytes().hex().encode() + b"\t" + CLASSES[cls].encode() + b"\n")
     out.write(b"end\n")
 
 
@@ -104,7 +96,7 @@ def restore(stream: BinaryIO, name: str) -> Model:
         raise refuse("its first line is no JSON object") from err
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise refuse(f"format {str(head.get('format') if isinstance(head, dict) else head)[:40]!r}")
-    if head.get("version") not in READS:
+    if head.get("version") != VERSION:
         raise refuse(f"dump version {head.get('version')!r}; this spamnb reads version {VERSION}")
     try:
         weighted = head["columns"] == ["token", *columns(True)]
@@ -117,7 +109,7 @@ def restore(stream: BinaryIO, name: str) -> Model:
         raise refuse(f"its first line lacks {err}") from err
     width = len(columns(weighted))
     tokens, counts = read_tokens(line, refuse, n_tokens, width)
-    learnt, learnt_class, learnt_weight = read_learnt(line, refuse, n_learnt)
+    learnt, learnt_class = read_learnt(line, refuse, n_learnt)
     if line() != b"end":
         raise refuse("expected `end` after the learnt messages")
     if any(a >= b for a, b in itertools.pairwise(tokens)):
@@ -133,8 +125,6 @@ def restore(stream: BinaryIO, name: str) -> Model:
         "learnt": np.frombuffer(b"".join(learnt), dtype=np.uint8).reshape(-1, 16),
         "learnt_class": np.array(learnt_class, dtype=np.uint8),
     }
-    if any(w != 1 for w in learnt_weight):
-        arrays["learnt_weight"] = np.array(learnt_weight, dtype=np.uint8)
     if weighted:
         arrays["weighted"] = per_token[4:6]
     if "meta" in head:
@@ -174,16 +164,13 @@ def read_tokens(line: Callable[[], bytes], refuse: Callable[[str], ModelError], 
     return tokens, counts
 
 
-def read_learnt(line: Callable[[], bytes], refuse: Callable[[str], ModelError], n: int) -> tuple[list[bytes], list[int], list[int]]:
-    """The learnt messages' lines: (digests, classes, how many times each was learnt)."""
-    digests, classes, weights = [], [], []
+def read_learnt(line: Callable[[], bytes], refuse: Callable[[str], ModelError], n: int) -> tuple[list[bytes], list[int]]:
+    """The learnt messages' lines: (digests, classes)."""
+    digests, classes = [], []
     for _ in range(n):
-        digest, _, rest = line().partition(b"\t")
-        cls, tab, times = rest.partition(b"\t")
-        weight = int(times) if TIMES.fullmatch(times) else 0
-        if not DIGEST.fullmatch(digest) or cls.decode("ascii", "replace") not in CLASSES or (tab and not 1 <= weight <= MAX_LEARN_WEIGHT):
-            raise refuse(f"expected a learnt message: 32 hex digits, a tab, ham or spam, and perhaps a tab and how many times it was learnt (1-{MAX_LEARN_WEIGHT})")
+        digest, _, cls = line().partition(b"\t")
+        if not DIGEST.fullmatch(digest) or cls.decode("ascii", "replace") not in CLASSES:
+            raise refuse("expected a learnt message: 32 hex digits, a tab, ham or spam")
         digests.append(bytes.fromhex(digest.decode()))
         classes.append(CLASSES.index(cls.decode()))
-        weights.append(weight if tab else 1)
-    return digests, classes, weights
+    return digests, classes

@@ -10,8 +10,7 @@ model atomically and removes the journal; a learn that grows the journal past
 
 File: a header (`MAGIC`, the identity of the model it applies to, a CRC of both),
 then records (`REC`, payload length, CRC of the payload; the payload one line
-`DIGEST BEFORE AFTER [FEATURES] [s=SCORE]` then `COUNT TOKEN` lines; BEFORE and AFTER, the
-message's class (`-`: not learnt), with `*W` where it is learnt W times (`learn_weight`); FEATURES, the message's
+`DIGEST BEFORE AFTER [FEATURES] [s=SCORE]` then `COUNT TOKEN` lines; FEATURES, the message's
 numeric features joined by commas, where the model scores them: spamnb.bayes.meta; SCORE,
 a message learnt anew, its log-odds before it was learnt, for the calibration's history:
 spamnb.models.calibration), or a scoring record, one line `scoring A B FLOOR`: the
@@ -58,47 +57,6 @@ FOLD_SIZE = 64 << 10
 MAX_SIZE = 64 * FOLD_SIZE
 CLASS_CODES = {None: b"-", 0: b"0", 1: b"1"}
 CODE_CLASSES = {v: k for k, v in CLASS_CODES.items()}
-# A learn's weight is stored in a byte (the model's `learnt_weight`).
-MAX_LEARN_WEIGHT = 255
-
-# Hard examples learnt again (DSPAM's TUNE, a thick threshold that adds weight): a message
-# learnt anew whose log-odds before its learn lay within MARGIN of the wrong side is learnt
-# EXTRA more times.  Only where a message is scored before it is learnt, one at a time
-# (single learns, `eval --online`): there it helps both orders of the stream; in a bulk
-# train, by held-out scores, it cost the small models a ham (docs/measurements.md).
-EXTRA = 2
-MARGIN = 10.0
-
-
-def learn_weight(score: float | None, cls: int) -> int:
-    """How many times a message learnt as `cls` counts: 1 + EXTRA where its log-odds before
-    the learn (`score`; None: not learnt anew, so not held out) was within MARGIN of the
-    wrong side, else 1."""
-    if score is None:
-        return 1
-    return 1 + EXTRA if (score < MARGIN if cls else score > -MARGIN) else 1
-
-
-def class_code(learnt: tuple[int, int] | None) -> bytes:
-    """A (class, weight) as a record writes it: `-`, `0`, `1`, with `*W` for a weight W > 1."""
-    if learnt is None:
-        return CLASS_CODES[None]
-    cls, weight = learnt
-    return CLASS_CODES[cls] + (b"*%d" % weight if weight != 1 else b"")
-
-
-def code_class(code: bytes) -> tuple[int, int] | None:
-    """`class_code`'s (class, weight); ValueError for anything else."""
-    name, star, weight = code.partition(b"*")
-    if name not in CODE_CLASSES or (star and (name == b"-" or not weight.isdigit())):
-        raise ValueError("a record of the wrong form")
-    cls = CODE_CLASSES[name]
-    if cls is None:
-        return None
-    w = int(weight) if star else 1
-    if not 1 <= w <= MAX_LEARN_WEIGHT:
-        raise ValueError(f"a learn weight of {w}")
-    return cls, w
 
 
 def journal_path(model_path: str) -> str:
@@ -106,35 +64,20 @@ def journal_path(model_path: str) -> str:
 
 
 class Entry:
-    """One learn: the message's digest, how it was learnt before and after, each (class,
-    weight) or None (not learnt), its distinct tokens with their counts, its numeric
-    features (None: not scored), and `score`: its log-odds before this learn (0 while the
-    model lacked a class), where it is learnt anew (None otherwise), a held-out score for
-    the calibration's history.  `of` makes one as every learner does."""
+    """One learn: the message's digest, its class before and after (None: not learnt),
+    its distinct tokens with their counts, its numeric features (None: not scored), and
+    `score`: its log-odds before this learn (0 while the model lacked a class), where it is
+    learnt anew (None otherwise), a held-out score for the calibration's history."""
 
     __slots__ = ("after", "before", "digest", "numeric", "score", "tokens")
 
     def __init__(
-        self,
-        digest: bytes,
-        before: tuple[int, int] | None,
-        after: tuple[int, int] | None,
-        tokens: dict[str, int],
-        numeric: list[int] | None = None,
-        score: float | None = None,
+        self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None = None, score: float | None = None
     ) -> None:
         self.digest, self.before, self.after, self.tokens, self.numeric, self.score = digest, before, after, tokens, numeric, score
 
-    @classmethod
-    def of(
-        cls, digest: bytes, before: tuple[int, int] | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None, score: float | None
-    ) -> Entry:
-        """The learn of a message known as `before` as class `after` (None: forgotten), its
-        weight by `learn_weight` of its `score` (single learns and `eval --online` alike)."""
-        return cls(digest, before, None if after is None else (after, learn_weight(score, after)), tokens, numeric, score)
-
     def payload(self) -> bytes:
-        first = b"%s %s %s" % (self.digest.hex().encode(), class_code(self.before), class_code(self.after))
+        first = b"%s %s %s" % (self.digest.hex().encode(), CLASS_CODES[self.before], CLASS_CODES[self.after])
         if self.numeric is not None:
             first += b" " + b",".join(b"%d" % v for v in self.numeric)
         if self.score is not None:
@@ -160,9 +103,9 @@ class Entry:
         for line in rest:
             count, token = line.split(b" ", 1)
             tokens[token.decode("utf-8", "surrogatepass")] = int(count)
-        if len(digest) != 32 or not 1 <= min(tokens.values(), default=1) <= max(tokens.values(), default=1) <= trust.MAX_COUNT:
+        if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or not 1 <= min(tokens.values(), default=1) <= max(tokens.values(), default=1) <= trust.MAX_COUNT:
             raise ValueError("a record of the wrong form")
-        return cls(bytes.fromhex(digest.decode("ascii")), code_class(before), code_class(after), tokens, numeric, score)
+        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric, score)
 
     def changes(self) -> list[tuple[int, int]]:
         return changes(self.before, self.after)
@@ -195,20 +138,6 @@ class Fitted:
         return cls((a, b), floor)
 
 
-def messages(docs: Iterable[int], learnt: Iterable[tuple[int, int]]) -> list[int]:
-    """Messages learnt per class, from the `docs` a model scores with and how each message is
-    learnt, (class, weight): one learnt W times (`learn_weight`) counts W times there, once here."""
-    out = [int(d) for d in docs]
-    for cls, weight in learnt:
-        out[cls] -= weight - 1
-    return out
-
-
-def class_in(learnt: tuple[int, int] | None) -> int | None:
-    """The class of how a message is learnt, (class, weight) (None: not learnt)."""
-    return None if learnt is None else learnt[0]
-
-
 def decided(before: int | None, cls: int, forget: bool) -> tuple[str, int | None]:
     """The one decision of every learn (train, on Dask too, single learns, eval --online):
     learning a message known as `before` (None: never learnt) as `cls`, or forgetting it
@@ -231,18 +160,16 @@ def tally(report: object, done: str, message_id: str) -> None:
         setattr(report, done, getattr(report, done) + 1)
 
 
-def changes(before: tuple[int, int] | None, after: tuple[int, int] | None) -> list[tuple[int, int]]:
-    """(class, signed weight) of each count change, from how a message was learnt before and
-    after ((class, weight) or None): out of the class before as many times as it was learnt
-    there, into the class after as many times as it is learnt now."""
-    out = [] if before is None else [(before[0], -before[1])]
-    return out + ([] if after is None else [after])
+def changes(before: int | None, after: int | None) -> list[tuple[int, int]]:
+    """(class, sign) of each count change: out of the class before, into the class after."""
+    out = [] if before is None else [(before, -1)]
+    return out + ([] if after is None else [(after, 1)])
 
 
 class Journal:
     """What a model's journal changes: `docs` per class, per token (tf ham, tf spam,
-    df ham, df spam), the numeric features' `moments` (spamnb.bayes.meta), and per digest how
-    it is learnt now, (class, weight) (None: forgotten); `history`, the scores its learns carry ((log-odds, class),
+    df ham, df spam), the numeric features' `moments` (spamnb.bayes.meta), and per digest its
+    class now (None: forgotten); `history`, the scores its learns carry ((log-odds, class),
     in order), and `fitted`, its last scoring record (None: none)."""
 
     def __init__(self, path: str, size: int = 0) -> None:
@@ -250,7 +177,7 @@ class Journal:
         self.docs = [0, 0]
         self.moments = meta.empty_moments()
         self.tokens: dict[str, list[int]] = {}
-        self.learnt: dict[bytes, tuple[int, int] | None] = {}
+        self.learnt: dict[bytes, int | None] = {}
         self.history: list[tuple[float, int]] = []
         self.fitted: Fitted | None = None
         self.entries = 0
@@ -273,7 +200,7 @@ class Journal:
                 delta[df] += sign
         self.learnt[entry.digest] = entry.after
         if entry.score is not None and entry.after is not None:
-            self.history.append((entry.score, entry.after[0]))
+            self.history.append((entry.score, entry.after))
         self.entries += 1
 
     # What every reader of the model (store.load's arrays, the pipe's OneModel) takes its
@@ -298,13 +225,13 @@ class Journal:
         """The numeric features' moments, the model's `base` and the journal's."""
         return [[[b + j for b, j in zip(*rows, strict=True)] for rows in zip(*cls, strict=True)] for cls in zip(base, self.moments, strict=True)]
 
-    def learnt_into(self, learnt: dict[bytes, tuple[int, int]]) -> None:
+    def learnt_into(self, learnt: dict[bytes, int]) -> None:
         """The model's digests (`learnt`, changed in place) as the journal left them."""
-        for digest, how in self.learnt.items():
-            if how is None:
+        for digest, cls in self.learnt.items():
+            if cls is None:
                 learnt.pop(digest, None)
             else:
-                learnt[digest] = how
+                learnt[digest] = cls
 
 
 def applied(base: list[int], change: list[int]) -> tuple[list[int], bool]:

@@ -102,9 +102,7 @@ class Model:
 
     `vocab`: a `ModelVocabulary`, whatever the model was opened for (its `state` says how far
     it was read: the file's sorted tokens, growing on them, a dictionary).
-    `learnt` maps the digest of every message learnt to how it was learnt: (class, weight),
-    its class (nb.HAM / nb.SPAM) and how many times its counts were added
-    (spamnb.models.journal.learn_weight), so that forgetting or moving it takes out as many.
+    `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
     `moments`: the numeric features' moments per class (spamnb.bayes.meta), int64 (2, WIDTH, WIDTH).
     `history`: the calibration's history (spamnb.models.calibration), (log-odds, class) pairs.
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
@@ -117,7 +115,7 @@ class Model:
         scoring: Scoring | None = None,
         vocab: ModelVocabulary | Vocabulary | SortedTokens | None = None,
         counts: nb.Counts | None = None,
-        learnt: dict[bytes, tuple[int, int]] | None = None,
+        learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
         moments: np.ndarray | None = None,
         history: list[tuple[float, int]] | None = None,
@@ -130,12 +128,6 @@ class Model:
         self.scoring_only = scoring_only
         self.moments = moments if moments is not None else np.zeros((2, meta.WIDTH, meta.WIDTH), np.int64)
         self.history = history if history is not None else []
-
-    def messages(self) -> list[int]:
-        """Messages learnt per class (ham, spam): `counts.docs` counts a relearnt one as often as it was learnt."""
-        from spamnb.models import journal
-
-        return journal.messages(self.counts.docs, self.learnt.values())
 
     def gaussians(self) -> meta.Gaussians:
         """The numeric features' term as the model's scoring sets it."""

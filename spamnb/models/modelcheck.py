@@ -81,7 +81,7 @@ def check_headers(headers: dict[str, Header]) -> None:
     if n_tokens > headers["tokens"].shape[0] + 1:
         raise ValueError(f"{n_tokens:,} tokens in {headers['tokens'].shape[0]:,} bytes")
     learnt, learnt_class = headers["learnt"].shape, headers["learnt_class"].shape
-    if learnt[1] != 16 or learnt_class != learnt[:1] or ("learnt_weight" in headers and headers["learnt_weight"].shape != learnt_class):
+    if learnt[1] != 16 or learnt_class != learnt[:1]:
         raise ValueError("learnt digests of the wrong shape")
     if "meta" in headers and headers["meta"].shape != (2, meta.WIDTH, meta.WIDTH):
         raise ValueError(f"numeric features' moments of shape {headers['meta'].shape}")

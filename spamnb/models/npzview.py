@@ -22,10 +22,9 @@ from collections import namedtuple
 from spamnb.models.modelfile import ModelError
 
 FORMAT = "spamnb-model"
-VERSION = 9  # the history of the format: docs/measurements.md
-# Versions read: 8 is 9 without learn weights (each message learnt once), 7 is 8 without the
-# calibration's history (read as empty).
-READS = (7, 8, 9)
+VERSION = 8  # the history of the format: docs/measurements.md
+# Versions read: 7 is 8 without the calibration's history (read as empty).
+READS = (7, 8)
 REQUIRED = ("format", "version", "tokens", "tf", "df", "docs", "settings", "scoring", "learnt", "learnt_class")
 
 

@@ -14,9 +14,7 @@ Arrays (V tokens, M learnt messages):
   weighted_totals   (2, 2) float64 beside it: per class the sums over the vocabulary that the
                     one-message scorer needs (events.Occurrences.vocabulary_sums); not loaded
   settings          JSON of the tokeniser settings; scoring: JSON of the scoring defaults
-  learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8;
-                    learnt_weight (M,) uint8, how many times each was learnt (journal.learn_weight),
-                    only where one was learnt more than once (version 8 has none: once each)
+  learnt            (M, 16) uint8 digests of the learnt messages; learnt_class (M,) uint8
   meta              (2, W, W) int64: the numeric features' moments per class (spamnb.bayes.meta);
                     only in a model that scores them (scoring's "meta")
   history           (H,) float64: the calibration's history (spamnb.models.calibration), each
@@ -71,9 +69,6 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         counts = counts.take(order)
     tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
-    weights = [w for _, (_, w) in digests]
-    # Absent where every message was learnt once: a bulk train's model is as version 8 laid it out.
-    relearnt = {"learnt_weight": np.array(weights, dtype=np.uint8)} if any(w != 1 for w in weights) else {}
     numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
     scores = model.history
     history = {"history": np.array([s for s, _ in scores], np.float64), "history_class": np.array([c for _, c in scores], np.uint8)} if scores else {}
@@ -94,8 +89,7 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         "settings": np.array(model.tokens.to_json()),
         "scoring": np.array(model.scoring.to_json()),
         "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
-        "learnt_class": np.array([c for _, (c, _) in digests], dtype=np.uint8),
-        **relearnt,
+        "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
         **numeric,
         **history,
     }
@@ -365,15 +359,13 @@ def copied(a: dict[str, np.ndarray], tokens: TokenSettings, scoring: Scoring) ->
     vocab = SortedTokens(a["tokens"].tobytes(), offsets)
     if len(vocab) != a["tf"].shape[1]:
         raise ValueError(f"{len(vocab):,} tokens for counts of {a['tf'].shape[1]:,}")
-    learnt = (bytes(row) for row in a["learnt"])
-    classes = a["learnt_class"].tolist()
-    weights = a["learnt_weight"].tolist() if "learnt_weight" in a else [1] * len(classes)  # version 8: each learnt once
+    learnt, learnt_class = a["learnt"], a["learnt_class"]
     return Model(
         tokens=tokens,
         scoring=scoring,
         vocab=vocab,
         counts=counts_of(a, scoring, np.int64),
-        learnt=dict(zip(learnt, zip(classes, weights, strict=True), strict=True)),
+        learnt=dict(zip((bytes(row) for row in learnt), (int(c) for c in learnt_class), strict=True)),
         moments=saved_moments(a, scoring),
         history=saved_history(a),
     )
@@ -394,7 +386,7 @@ def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | No
 
 # Members a model file may lack: the offsets (computed when absent) and the weighted sums
 # of a model without a weighting, the numeric features' moments of one without --meta.
-OPTIONAL = ("offsets", "weighted", "meta", "history", "history_class", "learnt_weight")
+OPTIONAL = ("offsets", "weighted", "meta", "history", "history_class")
 
 
 def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:
@@ -432,7 +424,7 @@ def of_members(path: str, members: Members, mapped: bool) -> Model:
     except ValueError as err:
         raise ModelError(f"{path}: not a spamnb model ({err})") from err
     try:
-        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class", "learnt_weight", "history", "history_class") if k in a}
+        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class", "history", "history_class") if k in a}
         scoring = Scoring.from_json(a["scoring"].text())
         tokens = TokenSettings.from_json(a["settings"].text())
         if not mapped:

@@ -44,7 +44,7 @@ def check_weight(weight: float) -> None:
 
 
 # The members a reader of a model validates besides npzview.REQUIRED, where the file has them.
-OPTIONAL = ("offsets", "weighted", "weighted_totals", "meta", "history", "history_class", "learnt_weight")
+OPTIONAL = ("offsets", "weighted", "weighted_totals", "meta", "history", "history_class")
 
 
 def validate(path: str, a: dict) -> None:
@@ -132,7 +132,6 @@ SPEC: dict[str, tuple[str, int, int]] = {
     "docs": ("iu", 1, 0),
     "learnt": ("u", 2, 1),
     "learnt_class": ("u", 1, 1),
-    "learnt_weight": ("u", 1, 1),
     "weighted": ("iu", 2, 0),
     "meta": ("i", 3, 8),
     "history": ("f", 1, 8),
@@ -187,11 +186,6 @@ def check_values(a: dict) -> None:
         raise ValueError("learnt digests of the wrong shape")
     if max(classes.items(), default=0) > 1:
         raise ValueError("a learnt digest of a class other than ham or spam")
-    if "learnt_weight" in a:
-        if a["learnt_weight"].shape != classes.shape:
-            raise ValueError("learnt digests of the wrong shape")
-        if min(a["learnt_weight"].items(), default=1) < 1:
-            raise ValueError("a message learnt 0 times")
     if "meta" in a:
         check_moments(a["meta"])
     if "history" in a or "history_class" in a:

@@ -107,7 +107,7 @@ def notice(text: str) -> None:
 
 class Outcome:
     """What a learn did: counts of messages learnt, moved, already known and forgotten, the ids
-    of those never learnt (nothing to forget), the sources' problems, and the messages the model holds after (ham, spam)."""
+    of those never learnt (nothing to forget), the sources' problems, and the model's docs after."""
 
     def __init__(self) -> None:
         self.learnt = self.moved = self.already = self.forgotten = 0
@@ -175,27 +175,27 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
         if model.weighted is not None:
             raise npzview.NotPlain(model_path)  # the journal holds no weighted sums: the full command line learns
         tokenize = Tokenizer(model.tokens)
-        now: dict[bytes, tuple[int, int] | None] = {}  # this run's changes, on top of model and journal
+        now: dict[bytes, int | None] = {}  # this run's changes, on top of model and journal
         for label, item in items(model.tokens.max_bytes):
             if isinstance(item, Problem):
                 out.problems.append(item)
                 continue
             cls = LABEL_CLASS[label]
-            key = headers.learnt_digest(item.data, model.tokens.max_bytes, lambda k: k in now or model.learnt_of(k) is not None)
-            before = now[key] if key in now else model.learnt_of(key)
-            done, after = journal.decided(journal.class_in(before), cls, forget)
+            key = headers.learnt_digest(item.data, model.tokens.max_bytes, lambda k: k in now or model.learnt_class(k) is not None)
+            before = now[key] if key in now else model.learnt_class(key)
+            done, after = journal.decided(before, cls, forget)
             journal.tally(out, done, item.id)
-            if after == journal.class_in(before):
+            if after == before:
                 continue
+            now[key] = after
             tokens, numeric = tokenize.read(item.data, model.scoring.meta != "none")
             distinct = Counter(tokens)
             # Its score before the learn: 0 (no evidence) while the model lacks a class, as eval --online scores it.
             score = (model.log_odds_of(distinct, numeric=numeric) if min(model.docs) > 0 else 0.0) if done == "learnt" else None
-            entry = journal.Entry.of(key, before, after, dict(distinct), numeric, score)
+            entry = journal.Entry(key, before, after, dict(distinct), numeric, score)
             if score is not None:
                 history = model.history() if history is None else history
-                due = calibration.added(history, [(score, cls)]) or due
-            now[key] = entry.after
+                due = calibration.added(history, [(score, after)]) or due
             model.learn(entry)  # in memory: the next message is scored after this one
             entries.append(entry)
         if due:
@@ -203,7 +203,7 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
             if fitted != model.scoring:
                 entries.append(journal.Fitted(fitted.calibration, fitted.spam_floor))
         size = journal.append(model_path, model.identity, model.journal, entries)
-        out.docs = model.messages()
+        out.docs = list(model.docs)
         if size > journal.FOLD_SIZE:
             try:
                 fold(model_path)

@@ -93,15 +93,13 @@ class OneModel:
             if tf.shape != (2, n) or df.shape != tf.shape or docs.shape != (2,):
                 raise ValueError(f"count arrays of shapes {tf.shape}, {df.shape}, {docs.shape} for {n} tokens")
             learnt, learnt_class = a["learnt"].shape, a["learnt_class"].shape
-            if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1] or ("learnt_weight" in a and a["learnt_weight"].shape != learnt_class):
+            if len(learnt) != 2 or learnt[1:] != (16,) or learnt_class != learnt[:1]:
                 raise ValueError("learnt digests of the wrong shape")
             self.tf, self.df = Counts2(tf), Counts2(df)
             self.docs = [int(d) for d in docs.items()]
             if min(self.docs) < 0:
                 raise ValueError("negative counts")
             self._learnt_at, self._learnt_class = a["learnt"].offset, a["learnt_class"].items()
-            # How many times each message was learnt (a file without them: once each, as version 8 learnt).
-            self._learnt_weight = a["learnt_weight"].items() if "learnt_weight" in a else None
             self.tokens = TokenSettings.from_json(a["settings"].text())
             self.scoring = Scoring.from_json(a["scoring"].text())  # checked, even where `scoring` is used
             if scoring is not None:
@@ -292,8 +290,8 @@ class OneModel:
             found.append(e if e is not None else kept.setdefault(pair, entry(*pair, docs)))
         return found
 
-    def learnt_of(self, digest: bytes) -> tuple[int, int] | None:
-        """How a message of this digest was learnt, (class, weight) (None: never), journal first."""
+    def learnt_class(self, digest: bytes) -> int | None:
+        """The class a message of this digest was learnt as (None: never), journal first."""
         if digest in self.journal.learnt:
             return self.journal.learnt[digest]
         mm, at, lo, hi = self._mm, self._learnt_at, 0, len(self._learnt_class)
@@ -303,20 +301,7 @@ class OneModel:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo == len(self._learnt_class) or mm[at + 16 * lo : at + 16 * lo + 16] != digest:
-            return None
-        return int(self._learnt_class[lo]), 1 if self._learnt_weight is None else int(self._learnt_weight[lo])
-
-    def messages(self) -> list[int]:
-        """Messages learnt per class (`journal.messages`): the journal's learns, and the file's it left as they were."""
-        now = self.journal.learnt
-        learnt = [how for how in now.values() if how is not None]
-        if self._learnt_weight is not None:  # the file's messages learnt once each add nothing to take out
-            mm, at = self._mm, self._learnt_at
-            learnt += [
-                (int(self._learnt_class[i]), int(w)) for i, w in enumerate(self._learnt_weight) if w > 1 and mm[at + 16 * i : at + 16 * i + 16] not in now
-            ]
-        return journal.messages(self.docs, learnt)
+        return int(self._learnt_class[lo]) if lo < len(self._learnt_class) and mm[at + 16 * lo : at + 16 * lo + 16] == digest else None
 
     def check_trained(self) -> None:
         missing = [CLASSES[c] for c in (HAM, SPAM) if self.docs[c] == 0]
@@ -358,11 +343,11 @@ class OneModel:
             missing = [name for name in names if name not in now]
             for name, base in zip(missing, self.base_counts(missing), strict=True):
                 now[name] = base or [0, 0, 0, 0]
-            for cls, weight in changes:
+            for cls, _ in changes:
                 for name, k in entry.tokens.items():
                     counts = now[name]
-                    counts[cls] += weight * k
-                    counts[2 + cls] += weight
+                    counts[cls] += k
+                    counts[2 + cls] += 1
         self.docs = self.journal.docs_now(self.base_docs)
         if self._linear is not None:
             self._linear.update(before, self.counts_of(names))

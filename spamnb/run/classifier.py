@@ -160,8 +160,7 @@ def chunk_size(jobs: int) -> int:
 
 
 class Changes(NamedTuple):
-    """One chunk's learning: which tokenised message each count change uses, its class and
-    signed weight (journal.changes)."""
+    """One chunk's learning: which tokenised message each count change uses, its class and sign."""
 
     size: int
     which: list[int]
@@ -242,21 +241,18 @@ def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
 
 
 def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:
-    """The (class, signed weight) count changes of learning (or forgetting) one message of
-    digest `key` as `cls` (`journal.decided`), in order; `model.learnt` and `report` are
-    brought up to date.  A bulk learn learns each message once (`journal.learn_weight` is
-    for messages scored before their learn); what it moves or forgets goes out as many
-    times as it was learnt."""
+    """The (class, sign) count changes of learning (or forgetting) one message of digest
+    `key` as `cls` (`journal.decided`), in order; `model.learnt` and `report` are brought up to date."""
     before = model.learnt.get(key)
-    done, after = journal.decided(journal.class_in(before), cls, forget)
+    done, after = journal.decided(before, cls, forget)
     journal.tally(report, done, message_id)
-    if after == journal.class_in(before):
+    if after == before:
         return []
     if after is None:
         del model.learnt[key]
     else:
-        model.learnt[key] = (after, 1)
-    return journal.changes(before, model.learnt.get(key))
+        model.learnt[key] = after
+    return journal.changes(before, after)
 
 
 class Sampled(NamedTuple):

@@ -70,7 +70,7 @@ def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int 
         if len(where) < 2:
             continue
         repeated += 1
-        classes = {models[i].learnt[key][0] for i in where}
+        classes = {models[i].learnt[key] for i in where}
         if len(classes) == 1:
             keep_class = classes.pop()
         else:
@@ -79,13 +79,13 @@ def copies_to_forget(names: Sequence[str], models: Sequence[Model], prefer: int 
                 first_conflict = first_conflict or (key, where)
                 continue
             keep_class = prefer
-        keeper = next(i for i in where if models[i].learnt[key][0] == keep_class)
+        keeper = next(i for i in where if models[i].learnt[key] == keep_class)
         for i in where:
             if i != keeper:
-                forget[i][key] = models[i].learnt[key][0]
+                forget[i][key] = models[i].learnt[key]
     if first_conflict:
         key, where = first_conflict
-        spam, ham = (next(names[i] for i in where if models[i].learnt[key][0] == c) for c in (nb.SPAM, nb.HAM))
+        spam, ham = (next(names[i] for i in where if models[i].learnt[key] == c) for c in (nb.SPAM, nb.HAM))
         raise MergeError(
             f"{conflicts} messages were learnt as different classes, the first (digest {key.hex()}) as spam in {spam} "
             f"and as ham in {ham}; choose the class to keep with --prefer spam|ham"

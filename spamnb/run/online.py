@@ -94,7 +94,7 @@ class Loaded:
             self._gaussians = meta.Gaussians(self.scoring.meta, self.model.moments.tolist())
         return self._gaussians.log_ratio(numeric)
 
-    def learnt_of(self, digest: bytes) -> tuple[int, int] | None:
+    def learnt_class(self, digest: bytes) -> int | None:
         return self.model.learnt.get(digest)
 
     def history(self) -> list[tuple[float, int]]:
@@ -167,14 +167,14 @@ def run(
             scored.append(Scored(item.id, item.label, log_odds, p, verdict, floor))
             if train_on_error and verdict == item.label:
                 continue
-            before = model.learnt_of(key)
+            before = model.learnt_class(key)
             if before is None:  # a model learnt before transport fields were left out (headers.learnt_digest)
-                key = headers.first_known(key, headers.legacy_digests(item.data, model.tokens.max_bytes), lambda k: model.learnt_of(k) is not None)
-                before = model.learnt_of(key)
-            done, after = journal.decided(journal.class_in(before), cls, forget=False)
-            if after != journal.class_in(before):
+                key = headers.first_known(key, headers.legacy_digests(item.data, model.tokens.max_bytes), lambda k: model.learnt_class(k) is not None)
+                before = model.learnt_class(key)
+            done, after = journal.decided(before, cls, forget=False)
+            if after != before:
                 score = log_odds if done == "learnt" else None  # as learnone scores a learn (0 before both classes are learnt)
-                model.learn(journal.Entry.of(key, before, after, counts, numeric, score))
+                model.learn(journal.Entry(key, before, after, counts, numeric, score))
                 learnt += 1
                 if score is not None and calibration.added(history, [(score, cls)]):
                     scoring = calibration.refitted(scoring, history)
