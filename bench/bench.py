@@ -198,7 +198,7 @@ def main() -> int:
     # Every row starts from compiled bytecode, as a user's second run would (pip compiles
     # numpy's when it installs it; an editable install's own modules are compiled here,
     # which $PYTHONDONTWRITEBYTECODE forbids a run to do): compiling them from source is
-    # a third of a command's start-up (docs/measurements.md, issue 30 fifth round).
+    # much of a command's start-up (docs/measurements.md, issue 30 fifth round).
     run([PYTHON, "-m", "compileall", "-q", os.path.join(REPO, "spamnb")])
     work = tempfile.mkdtemp(prefix="spamnb-bench-")
     try:
