@@ -13,7 +13,8 @@ is compared with what their Python source makes of it in a process of its own
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
     the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
-    (tokens.HEADS) against the slices they stand for;
+    (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
+    the pattern's (tokens.URL);
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -42,7 +43,7 @@ PIECES = [
     "a", "Z", "q", "9", "0", "é", "ß", "İ", "\u0131", "Σ", "ς", "ǅ", "ﬁ", "٣", "²", "Ⅻ", "д", "Я", "ä", "\u00a0",
     "中", "文", "日本", "ｶ", "한", "'", ".", "-", "_", " ", "\t", "\n", "\r", "\x00", "\udcff", "\ud800",
     "\U0001f600", "\U00010400", "--", "..", "''", "http://x.example.com/", "=?utf-8?b?", "&amp;",
-    "<", ">", "<a href='x'>", "</p >",
+    "<", ">", "<a href='x'>", "</p >", "HTTPS://", "fTp://", "\u017f://", ":8080", ":\u0663",
 ]
 WORDS = ["the", "free", "money", "don't", "e-mail", "192.0.2.1", "example.com", "x" * 41, "y" * 200, "a.b-c'd"]
 BATCH = 500
@@ -67,7 +68,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
-    the dotted words of those prefixed words; the token counter and the field heads on each batch's words."""
+    the dotted words of those prefixed words; the links' hosts; the token counter and the field heads on each batch's words."""
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -91,7 +92,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             prefixed = tokens.SCANNER(prepared, options["min_len"], options["max_len"], stop if options["stopwords"] else None, prefix)
             cut = tokens.CUT_TAGS(text) == tokens.TAG.sub(" ", text)
             dotted = tokens.DOTTED_WORDS(text, prefixed) == tokens.dotted_words(text, prefixed)
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted:
+            links = tokens.LINKS(text) == [m.group(1) for m in tokens.URL.finditer(text)]
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

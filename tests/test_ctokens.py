@@ -164,6 +164,28 @@ def test_dotted_words_take_a_str_and_a_list_of_strs_only() -> None:
             tokens.DOTTED_WORDS(*bad)
 
 
+# Links' pieces: the schemes in either case, their letters' case-blind partner beyond ASCII
+# (the long s) and a look-alike (the Kelvin sign), separators, hosts, ports in any decimal digits.
+LINK_PIECES = ["http", "HTTPS", "fTp", "s", "p", "\u017f", "\u212a", "://", ":", "/", ":80", ":\u0663", "a.b", "\u00e9", " ", "\n", "?", "\u4e2d"]
+LINK_TEXT = st.one_of(TEXT, st.lists(st.sampled_from(LINK_PIECES), max_size=16).map("".join))
+
+
+@needs_scanner
+@settings(max_examples=1000, deadline=None)
+@given(LINK_TEXT)
+@example('<a href="HTTP://www.Example.co.uk:8080/x?y">http://ahttp://b ftp://c:1https://d')
+def test_links_are_the_patterns_hosts(text: str) -> None:
+    """tokens.LINKS (C) against url_hosts and the pattern's own finditer."""
+    assert tokens.LINKS(text) == tokens.url_hosts(text) == [m.group(1) for m in tokens.URL.finditer(text)]
+
+
+@needs_scanner
+def test_links_take_a_str_only() -> None:
+    for bad in (b"http://x", None, ["http://x"]):
+        with pytest.raises(TypeError):
+            tokens.LINKS(bad)
+
+
 @needs_scanner
 def test_the_token_counter_takes_lists_of_strs_only() -> None:
     """A str subclass could run Python code (its own __eq__ or __hash__) inside the counting loop."""

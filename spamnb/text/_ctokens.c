@@ -1,12 +1,13 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
- * dotted words, as tokens.dotted_words picks them, a chunk's token lists counted, as
+ * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
+ * tokens.url_hosts finds them, a chunk's token lists counted, as
  * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted).
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
- * tags, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
+ * tags or links, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
  * counts): tests/test_ctokens.py, tests/test_nb.py and `make fuzz` compare them.
  *
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
@@ -425,6 +426,116 @@ dotted(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (dots != 0) {
         Py_DECREF(out);
         Py_RETURN_NONE;
+    }
+    return out;
+}
+
+PyDoc_STRVAR(links_doc,
+"links(text) -> list[str]\n\n"
+"The host (group 1) of each match of tokens.URL in `text` (a str), in order, as\n"
+"URL.finditer(text) finds them (tokens.url_hosts).");
+
+/* Where the next `://` of text[from:] starts, or -1.  A one-byte text is searched by memchr. */
+static Py_ssize_t
+find_separator(int kind, const void *data, Py_ssize_t n, Py_ssize_t from)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *text = data;
+        while (from + 3 <= n) {
+            const Py_UCS1 *colon = memchr(text + from, ':', (size_t)(n - 2 - from));
+            if (colon == NULL)
+                return -1;
+            from = colon - text;
+            if (text[from + 1] == '/' && text[from + 2] == '/')
+                return from;
+            from++;
+        }
+        return -1;
+    }
+    for (; from + 3 <= n; from++)
+        if (PyUnicode_READ(kind, data, from) == ':' && PyUnicode_READ(kind, data, from + 1) == '/' && PyUnicode_READ(kind, data, from + 2) == '/')
+            return from;
+    return -1;
+}
+
+/* Whether text[at:at + strlen(scheme)] is `scheme` (lowercase ASCII) as the case-blind pattern
+ * matches it: each letter in either case, and `s` also as the long s (U+017F), the one other
+ * character that matches any of the schemes' letters. */
+static int
+scheme_at(int kind, const void *data, Py_ssize_t at, const char *scheme)
+{
+    for (; *scheme; scheme++, at++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, at);
+        if (!((ch < 128 && (ch | 0x20) == (Py_UCS4)*scheme) || (*scheme == 's' && ch == 0x17F)))
+            return 0;
+    }
+    return 1;
+}
+
+/* A character of a link's host: [^\s/"'<>?#:] (no character's lowercase differs from it there). */
+static inline int
+is_host_char(Py_UCS4 ch)
+{
+    return !(Py_UNICODE_ISSPACE(ch) || ch == '/' || ch == '"' || ch == '\'' || ch == '<' || ch == '>' || ch == '?' || ch == '#' || ch == ':');
+}
+
+/* Each `://` is tried at the starts its scheme allows (tokens.url_matches, SCHEME_STARTS): 4
+ * (http) then 3 (ftp) characters back after a `p`, 5 (https) after an `s` or the long s; none
+ * before the end of the previous match.  A match is the scheme, the `://`, a host of one or
+ * more characters and an optional port (`:` and decimal digits, `\d`). */
+static PyObject *
+links(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "links() takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    static const char *const schemes[] = {"http", "ftp", "https"};
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), end = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = find_separator(kind, data, n, 0); i >= 0; i = find_separator(kind, data, n, i + 3)) {
+        if (i == 0)
+            continue;
+        Py_UCS4 before = PyUnicode_READ(kind, data, i - 1);
+        int first, last; /* the schemes to try, in order */
+        if (before == 'p' || before == 'P')
+            first = 0, last = 1;
+        else if (before == 's' || before == 'S' || before == 0x17F)
+            first = last = 2;
+        else
+            continue;
+        for (int s = first; s <= last; s++) {
+            Py_ssize_t start = i - (Py_ssize_t)strlen(schemes[s]);
+            if (start < end || !scheme_at(kind, data, start, schemes[s]))
+                continue;
+            Py_ssize_t host = i + 3, j = host;
+            while (j < n && is_host_char(PyUnicode_READ(kind, data, j)))
+                j++;
+            if (j == host)
+                continue;
+            PyObject *found = PyUnicode_Substring(text, host, j);
+            if (found == NULL || PyList_Append(out, found) < 0) {
+                Py_XDECREF(found);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(found);
+            if (j + 1 < n && PyUnicode_READ(kind, data, j) == ':' && Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, j + 1))) {
+                j += 2;
+                while (j < n && Py_UNICODE_ISDECIMAL(PyUnicode_READ(kind, data, j)))
+                    j++;
+            }
+            end = j;
+            break;
+        }
     }
     return out;
 }
@@ -867,6 +978,7 @@ static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
     {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
+    {"links", links, METH_O, links_doc},
     {"indexed", indexed, METH_VARARGS, indexed_doc},
     {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
@@ -875,7 +987,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
