@@ -483,6 +483,14 @@ def test_an_upstream_spamassassins_fields_are_the_messages_own() -> None:
     assert headers.without_verdict(head) == head
 
 
+@pytest.mark.parametrize("verdict", [b"", b"X-Spamnb: spam\n\tfolded\n", b"x-SPAMNB: ham\n", b"X-sPaMnB : unsure\n"])
+def test_verdict_fields_in_any_case_are_no_part_of_the_message(verdict: bytes) -> None:
+    """Ours and spamnb's SpamAssassin fields, written in any case (a forgery, a mail reader's rewrite)."""
+    head = b"Subject: a\n" + verdict + b"X-SPAM-checker-VERSION: spamnb 1.0\nx-spam-status: No\nTo: b\n"
+    assert headers.without_verdict(head) == b"Subject: a\nTo: b\n"
+    assert headers.unstamped(head + b"\nbody\n") == b"Subject: a\nTo: b\n\nbody\n"
+
+
 def test_mail_stamped_with_sa_headers_is_known_to_every_learner(tmp_path: Path, model: Path) -> None:
     """Learnt by `train --spam -`, then filed as the pipe stamped it (`--sa-headers`) and learnt again
     from the folder (bulk train) and as a single file: the same message, already known, not counted twice."""

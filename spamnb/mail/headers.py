@@ -18,6 +18,9 @@ from collections.abc import Callable, Sequence
 VERDICT_NAME = b"X-Spamnb"
 # The header block ends at the first empty line (LF or CRLF).
 BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+# What X-Spamnb and X-Spam-Checker-Version hold after their first letter, case-blind: its `-`
+# is a literal the search skips to (a cased first letter would make it try every byte).
+VERDICT_HINT = re.compile(rb"-spam(?:nb|-checker-version)", re.I)
 VERDICT_LINE = re.compile(rb"^" + VERDICT_NAME + rb"[ \t]*:.*(?:\r?\n[ \t].*)*(?:\r?\n|$)", re.I | re.M)
 # A line the email package reads as part of the header block: a field, a
 # continuation or a stray envelope line (its `headerRE`).
@@ -88,8 +91,11 @@ def without_verdict(head: bytes, names: tuple[bytes, ...] | None = None) -> byte
     """The header block less its verdict fields with their folded lines: any X-Spamnb (ours or
     a forgery), and SpamAssassin's fields where spamnb wrote them (`OWN_CHECKER`); with `names`,
     less any field of those names (`stamp`'s `more`)."""
-    # Most mail has none: a plain search of the lowered block says so in a fifth of the
-    # time the pattern takes to scan it.
+    # Most mail has none: one case-blind search for a piece of both names (VERDICT_HINT) says
+    # so without a lowered copy of the block; else a plain search of the lowered block, in a
+    # fifth of the time the pattern takes to scan it.
+    if names is None and not VERDICT_HINT.search(head):
+        return head
     lowered = head.lower()
     if names is None:
         names = (VERDICT_NAME,)
