@@ -14,7 +14,7 @@ is compared with what their Python source makes of it in a process of its own
     the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
-    the pattern's (tokens.URL);
+    the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max();
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -68,7 +68,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
-    the dotted words of those prefixed words; the links' hosts; the token counter and the field heads on each batch's words."""
+    the dotted words of those prefixed words; the links' hosts; the highest code point; the token counter and the field heads on each batch's words."""
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -93,7 +93,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             cut = tokens.CUT_TAGS(text) == tokens.TAG.sub(" ", text)
             dotted = tokens.DOTTED_WORDS(text, prefixed) == tokens.dotted_words(text, prefixed)
             links = tokens.LINKS(text) == [m.group(1) for m in tokens.URL.finditer(text)]
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links:
+            highest = tokens.HIGHEST(text) == max(map(ord, text), default=0)
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

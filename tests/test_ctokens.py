@@ -187,6 +187,23 @@ def test_links_take_a_str_only() -> None:
 
 
 @needs_scanner
+@settings(max_examples=500, deadline=None)
+@given(TEXT)
+@example("")
+@example("\u303f\u3040\uffff")
+def test_highest_is_the_highest_code_point(text: str) -> None:
+    assert tokens.HIGHEST(text) == max(map(ord, text), default=0)
+    with pytest.raises(TypeError):
+        tokens.HIGHEST(text.encode("utf-8", "surrogatepass"))
+
+
+def test_no_character_below_cjk_first_is_cjk() -> None:
+    """compiled_words searches a text for CJK only where it holds a character from CJK_FIRST up."""
+    assert tokens.CJK.search(chr(tokens.CJK_FIRST))
+    assert not tokens.CJK.search("".join(map(chr, range(tokens.CJK_FIRST))))
+
+
+@needs_scanner
 def test_the_token_counter_takes_lists_of_strs_only() -> None:
     """A str subclass could run Python code (its own __eq__ or __hash__) inside the counting loop."""
 

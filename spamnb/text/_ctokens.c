@@ -1,7 +1,7 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
  * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
- * tokens.url_hosts finds them, a chunk's token lists counted, as
+ * tokens.url_hosts finds them, a text's highest code point, a chunk's token lists counted, as
  * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted).
  *
@@ -540,6 +540,40 @@ links(PyObject *module, PyObject *text)
     return out;
 }
 
+PyDoc_STRVAR(highest_doc,
+"highest(text) -> int\n\n"
+"The highest code point in `text` (a str), 0 in an empty one: max(map(ord, text), default=0).");
+
+#define HIGHEST(TYPE)                                   \
+    for (Py_ssize_t i = 0; i < n; i++) {                \
+        TYPE ch = ((const TYPE *)data)[i];              \
+        top = ch > top ? ch : top;                      \
+    }
+
+static PyObject *
+highest(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "highest() takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 top = 0;
+    if (kind == PyUnicode_1BYTE_KIND)
+        HIGHEST(Py_UCS1)
+    else if (kind == PyUnicode_2BYTE_KIND)
+        HIGHEST(Py_UCS2)
+    else
+        HIGHEST(Py_UCS4)
+    return PyLong_FromUnsignedLong(top);
+}
+
 PyDoc_STRVAR(indexed_doc,
 "indexed(blob) -> (starts, table)\n\n"
 "A hash table of the tokens of a newline-joined UTF-8 blob (as bytes.split(b'\\n') cuts it,\n"
@@ -979,6 +1013,7 @@ static PyMethodDef methods[] = {
     {"tags", tags, METH_O, tags_doc},
     {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
     {"links", links, METH_O, links_doc},
+    {"highest", highest, METH_O, highest_doc},
     {"indexed", indexed, METH_VARARGS, indexed_doc},
     {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
@@ -987,7 +1022,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -182,6 +182,11 @@ HEADS = compiled.scanner_function("heads")
 # Scripts written without spaces between words: a run of them becomes character
 # bigrams, the usual unit for Chinese and Japanese text.
 CJK = Lazy(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
+# The lowest character of CJK's class.
+CJK_FIRST = 0x3040
+# max(map(ord, text), default=0) in C, for compiled_words: cp1252's encoding, the test it
+# replaces, took a charmap look-up per character.
+HIGHEST = compiled.scanner_function("highest")
 # A tag may not hold `<`: with `<[^>]*>` a megabyte of unclosed `<` took quadratic time.
 TAG = Lazy(r"<[^<>]*>")
 # Openers and closers of the parts of a page nobody sees (see `strip_invisible`).
@@ -337,11 +342,10 @@ class Tokenizer:
             return self._scan(text, lo, hi, stop, prefix, lower)
         if lower:
             text = text.lower()
-        # CJK letters are in neither of EIGHT_BIT_CHARSETS: a text all in cp1252 (most of the
-        # rest of mail: typographic quotes and dashes; told in C by encoding it) holds none and
-        # needs no search, a pass of the regex engine over the whole text.  Latin-1 is not
-        # tried again (a text lowered into it holds no CJK either: the search finds none).
-        if not encodes(text, "cp1252") and CJK.search(text):
+        # CJK letters are from CJK_FIRST up: a text with no character as high (most of the rest
+        # of mail: typographic quotes and dashes, Greek, Cyrillic; told by a loop in C, built with
+        # the scanner) holds none and needs no search, a pass of the regex engine over the whole text.
+        if HIGHEST(text) >= CJK_FIRST and CJK.search(text):
             text = CJK.sub(lambda m: " " + cjk_bigrams(m.group()) + " ", text)
         return self._scan(text, lo, hi, stop, prefix, False)
 
