@@ -303,11 +303,12 @@ class Tokenizer:
                 found = self.header_tokens(name, value)
                 if name.lower() != "received":
                     remember(cache, (name, value), found, len(value), HEADER_CACHE_CHARS)
-            tokens.extend(found)
+            # `+=`, not extend(): compiled, a method call is looked up on the list each time.
+            tokens += found
         for subtype, text in bodies:
             # Link targets, including those hidden in HTML attributes: Fisher 1-AUC
             # 0.0373% -> 0.0358%, multinomial 0.561% -> 0.408%.
-            tokens.extend(url_tokens(text))
+            tokens += url_tokens(text)
             if subtype == "html":
                 text = html_to_text(text)
             words = self.words(text)
