@@ -273,6 +273,21 @@ fail:
     return NULL;
 }
 
+/* Whether `text` is a str ready to read (else an exception is set: a TypeError with `wrong`). */
+static int
+readable_str(PyObject *text, const char *wrong)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, wrong);
+        return 0;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return 0;
+#endif
+    return 1;
+}
+
 PyDoc_STRVAR(tags_doc,
 "tags(text) -> str\n\n"
 "`text` with each tag made one space: what re.sub(\"<[^<>]*>\", \" \", text) gives.");
@@ -306,14 +321,8 @@ copy_span(char *buf, Py_ssize_t len, const char *data, int kind, Py_ssize_t pos,
 static PyObject *
 tags(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "tags() takes a str");
+    if (!readable_str(text, "tags() takes a str"))
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0)
-        return NULL;
-#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), len = 0, pos = 0, open = -1;
     int kind = PyUnicode_KIND(text);
     const char *data = PyUnicode_DATA(text);
@@ -486,14 +495,8 @@ is_host_char(Py_UCS4 ch)
 static PyObject *
 links(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "links() takes a str");
+    if (!readable_str(text, "links() takes a str"))
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0)
-        return NULL;
-#endif
     static const char *const schemes[] = {"http", "ftp", "https"};
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), end = 0;
     int kind = PyUnicode_KIND(text);
@@ -553,14 +556,8 @@ PyDoc_STRVAR(highest_doc,
 static PyObject *
 highest(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "highest() takes a str");
+    if (!readable_str(text, "highest() takes a str"))
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0)
-        return NULL;
-#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
