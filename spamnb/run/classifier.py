@@ -379,7 +379,8 @@ def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Ch
     mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
     rows = chunk.rows
     which = np.asarray(change.which)
-    picked = rows.take(which)
+    # A new model's train learns every message of a chunk, in order: nothing to pick.
+    picked = rows if change.which == list(range(len(rows.lengths))) else rows.take(which)
     changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
     model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
