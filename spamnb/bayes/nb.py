@@ -145,7 +145,6 @@ class Counts:
         signs = np.ones(len(classes), np.int64) if signs is None else np.asarray(signs, dtype=np.int64)
         cols, counts, lengths = rows.cols, rows.counts, rows.lengths
         self.grow(int(cols.max()) + 1 if cols.size else 0)
-        V = self.n_features
         entry_class = np.repeat(classes, lengths)
         entry_sign = np.repeat(signs, lengths)
         q = None if self.weighted is None else self.weighting.fixed(counts, lengths)
@@ -156,10 +155,12 @@ class Counts:
                 continue
             c, s = cols[pick], entry_sign[pick]
             self.docs[cls] += int(signs[of_class].sum())
-            self.tf[cls] += np.bincount(c, weights=s * counts[pick], minlength=V).astype(np.int64)
-            self.df[cls] += np.bincount(c, weights=s, minlength=V).astype(np.int64)
+            # In int64 at the entries' columns: a float bincount as long as the vocabulary,
+            # made for every chunk learnt, cost more than the adding (and would round past 2**53).
+            np.add.at(self.tf[cls], c, s * counts[pick])
+            np.add.at(self.df[cls], c, s)
             if q is not None and self.weighted is not None:
-                np.add.at(self.weighted[cls], c, s * q[pick])  # in int64: a float bincount would round
+                np.add.at(self.weighted[cls], c, s * q[pick])
 
     def __sub__(self, other: Counts) -> Counts:
         return self.with_arrays(self.docs - other.docs, tuple(a - b for a, b in zip(self.arrays(), other.arrays(), strict=True)))

@@ -273,8 +273,7 @@ def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
     the calibration is refitted on the history where it passed a refit point, as single
     learns refit it."""
     cols, counts, fields, numeric, classes, fresh = zip(*sample, strict=True)
-    lengths = np.array([len(c) for c in cols], dtype=np.int64)
-    learnt = Rows(np.concatenate(cols), np.concatenate(counts), lengths, None if fields[0] is None else np.concatenate(fields))
+    learnt = Sample(cols, counts, fields)
     features = None if numeric[0] is None else Numeric(model.moments, np.array(numeric, dtype=np.int64))
     y = np.asarray(classes)
     if held_out_possible(model.counts, y):
@@ -287,6 +286,22 @@ def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
     new = [(s, c) for s, c, f in zip(z.tolist(), y.tolist(), fresh, strict=True) if f]
     if calibration.added(model.history, new) and not enough_to_fit(y):
         model.scoring = calibration.refitted(model.scoring, model.history)
+
+
+class Sample(NamedTuple):
+    """Sampled messages' rows, each message's apart (`Sampled`): the calibration's folds
+    join only their own (each on its worker), not all of them first in this process."""
+
+    cols: tuple[np.ndarray, ...]
+    counts: tuple[np.ndarray, ...]
+    fields: tuple[np.ndarray | None, ...]
+
+    def take(self, which: np.ndarray) -> Rows:
+        """Messages `which` (indices, in that order, at least one), as `Rows.take` of them all joined."""
+        picked = np.asarray(which, dtype=np.int64).tolist()
+        lengths = np.array([len(self.cols[i]) for i in picked], dtype=np.int64)
+        fields = None if self.fields[0] is None else np.concatenate([self.fields[i] for i in picked])
+        return Rows(np.concatenate([self.cols[i] for i in picked]), np.concatenate([self.counts[i] for i in picked]), lengths, fields)
 
 
 # Calibration is fitted on at most this many of the messages learnt in one call.
@@ -364,7 +379,8 @@ def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Ch
     mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
     rows = chunk.rows
     which = np.asarray(change.which)
-    picked = rows.take(which)
+    # A new model's train learns every message of a chunk, in order: nothing to pick.
+    picked = rows if change.which == list(range(len(rows.lengths))) else rows.take(which)
     changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
     model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
     model.counts.grow(len(vocab))
@@ -619,7 +635,7 @@ CALIBRATION_MIN = 20
 
 
 def held_out_log_odds(
-    event: nb.EventModel, counts: nb.Counts, learnt: Rows, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
+    event: nb.EventModel, counts: nb.Counts, learnt: Rows | Sample, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
 ) -> np.ndarray:
     """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
 
@@ -647,7 +663,7 @@ class HeldOut(NamedTuple):
 
     event: nb.EventModel
     counts: nb.Counts
-    learnt: Rows
+    learnt: Rows | Sample
     y: np.ndarray
     part: np.ndarray
 
@@ -703,7 +719,7 @@ def held_out_log_ratios(kind: str, numeric: Numeric, y: np.ndarray, k: int = CAL
 
 
 def held_out_scores(
-    scoring: Scoring, counts: nb.Counts, learnt: Rows, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
+    scoring: Scoring, counts: nb.Counts, learnt: Rows | Sample, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Held-out log-odds of the `learnt` messages of classes y (by `jobs` processes) under
     `scoring`'s event model, and their numeric features' log-ratios where it has them."""
