@@ -291,15 +291,23 @@ def test_look_ups_take_a_dict_and_a_list_and_survive_a_key_that_changes_them() -
 def test_a_chunk_counted_against_a_blob_is_counted_then_looked_up_in_its_dictionary(known: list[str], lists: list[list[str]]) -> None:
     """The C counter with a vocabulary's blob and its hash table (vocabulary.Indexed) against
     the chunk counted alone and its tokens looked up in the dictionary of the blob's tokens
-    (a token twice in the blob: its last column, as that dictionary keeps it)."""
+    (a token twice in the blob: its last column, as that dictionary keeps it); each message's
+    entries in order of those columns, the tokens without one after, in order of first sight."""
     blob = "\n".join(known).encode("utf-8", "surrogatepass")
     indexed = vocabulary.Indexed(blob, *vocabulary.INDEXED(blob))
     got = vocabulary.local_rows(lists, indexed)
     plain = vocabulary.local_rows(lists)
     want = vocabulary.Vocabulary(blob.decode("utf-8", "surrogatepass").split("\n") if blob else []).lookup(plain.tokens)
     assert got.tokens == plain.tokens and got.columns.tolist() == want  # type: ignore[union-attr]
-    for a, b in zip(got.rows[:3], plain.rows[:3], strict=True):
-        assert a.tolist() == b.tolist()
+    assert got.rows.lengths.tolist() == plain.rows.lengths.tolist()
+
+    def messages(rows: vocabulary.Rows) -> list[list[tuple[int, int]]]:
+        entries = list(zip(rows.cols.tolist(), rows.counts.tolist(), strict=True))
+        lengths = rows.lengths.tolist()
+        return [entries[end - length : end] for end, length in zip(itertools.accumulate(lengths), lengths, strict=True)]
+
+    in_order = [sorted(message, key=lambda entry: (want[entry[0]] < 0, want[entry[0]])) for message in messages(plain.rows)]
+    assert messages(got.rows) == in_order
 
 
 @needs_scanner

@@ -21,8 +21,8 @@ def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
 
 
 # Terms per block of rows: a block is as wide as its largest n, so large blocks are mostly
-# padding.
-CHI2_BLOCK = 1 << 17
+# padding, and small ones many numpy calls.
+CHI2_BLOCK = 1 << 14
 
 
 def log_chi2_tails(chi: np.ndarray, n: np.ndarray, block: int = CHI2_BLOCK) -> tuple[np.ndarray, np.ndarray]:

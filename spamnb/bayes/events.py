@@ -20,6 +20,7 @@ from spamnb.bayes.nb import (
     Counts,
     Entries,
     EventModel,
+    Tail,
     Weighting,
     class_log_prior,
     placed,
@@ -261,9 +262,9 @@ class Fisher(formulas.Fisher, EventModel):
         k = e.unknown_rows.size
         rows = np.concatenate((e.rows, e.unknown_rows))
         x = np.concatenate((e.x, np.ones(k)))
-        per_entry = np.concatenate((e.per_entry, np.broadcast_to(self.unknown_row(), (k, e.per_entry.shape[1]))))
         fields = np.concatenate((e.fields, e.unknown_fields))
-        plain = row_sums(rows, n, x, per_entry)
+        unknown = self.unknown_row()
+        plain = row_sums(e.rows, n, e.x, e.per_entry, Tail(e.unknown_rows, x[len(e.x):], unknown))
         width = int(fields.max()) + 1 if len(fields) else 1
         slots = rows.astype(np.int64) * width + fields  # (row, field)
         if n * width <= DENSE_GROUPS * max(len(slots), 1):
@@ -278,13 +279,14 @@ class Fisher(formulas.Fisher, EventModel):
         with np.errstate(invalid="ignore", divide="ignore"):
             factor = np.where(tokens > 0, tests / tokens, 0.0)
         weights = x * factor[slot_of]
+        head = len(e.rows)
+        tail = Tail(e.unknown_rows, weights[head:], unknown[:2])
         if k:
             # The unknown tokens come in the chunk's order of first sight: summed by weight
             # within each message, their floats do not depend on the chunking either.
-            head = len(rows) - k
-            order = np.concatenate((np.arange(head), head + np.lexsort((weights[head:], rows[head:]))))
-            rows, weights, per_entry = rows[order], weights[order], per_entry[order]
-        scaled = row_sums(rows, n, weights, per_entry[:, :2])
+            order = np.lexsort((tail.weights, tail.rows))
+            tail = tail._replace(rows=tail.rows[order], weights=tail.weights[order])
+        scaled = row_sums(e.rows, n, weights[:head], e.per_entry[:, :2], tail)
         row_tests = np.bincount(found // width, weights=tests, minlength=n)
         return self.chi_square(plain, b, np.column_stack((scaled, row_tests)))
 

@@ -228,15 +228,15 @@ def duplicate_keys(counts: Counts, cols: np.ndarray | None = None, least: int = 
 def duplicate_shares(rows: np.ndarray, cols: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Per entry (row, column), 1/k where k entries of its row share its column's key
     (`keys` per column, from `duplicate_keys`; key -1: always 1)."""
-    shares = np.ones(len(rows))
     entry_keys = keys[cols]
-    grouped = np.flatnonzero(entry_keys >= 0)
-    if grouped.size:
-        # The (row, key) pairs, each as a single integer.
-        width = int(entry_keys.max()) + 1
-        pairs = rows[grouped].astype(np.int64) * width + entry_keys[grouped]
-        shares[grouped] = 1.0 / group_sizes(pairs, (int(rows[grouped].max()) + 1) * width)
-    return shares
+    if not len(entry_keys) or entry_keys.max() < 0:
+        return np.ones(len(rows))
+    # The (row, key) pairs, each as a single integer; the entries without a key are
+    # counted too, as a group of their own in each row whose size goes unused: cheaper
+    # than picking the keyed entries out and their shares back in.
+    width = int(entry_keys.max()) + 2
+    pairs = rows.astype(np.int64) * width + (entry_keys + 1)
+    return np.where(entry_keys >= 0, 1.0 / group_sizes(pairs, (int(rows.max()) + 1) * width), 1.0)
 
 
 # Group sizes by a count per possible value when there are at most this many values per
@@ -262,12 +262,27 @@ def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndar
     return np.flatnonzero(mask), (np.cumsum(mask) - 1)[cols]
 
 
-def row_sums(rows: np.ndarray, n: int, weights: np.ndarray, per_entry: np.ndarray) -> np.ndarray:
+def row_sums(rows: np.ndarray, n: int, weights: np.ndarray, per_entry: np.ndarray, then: Tail | None = None) -> np.ndarray:
     """(n, width): per row, the sum of its entries' table rows `per_entry` times `weights`,
-    in the entries' order (a weighted bincount per column of the table)."""
+    in the entries' order (a weighted bincount per column of the table); then, where given,
+    the entries of `then`, whose table rows are all one, added in their order."""
     # A linear model's table is one column (its sums, (n, 1), ravel to the log-odds).
     per_entry = per_entry.reshape(len(weights), per_entry.shape[1] if per_entry.ndim == 2 else 1)
-    return np.column_stack([np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T])
+    out = [np.bincount(rows, weights=weights * column, minlength=n) for column in per_entry.T]
+    if then is not None:
+        # Added one by one in order (ufunc.at), as one bincount over both lists sums them:
+        # the same floats, without a copy of the table rows of every entry.
+        for column, value in zip(out, then.row.tolist(), strict=True):
+            np.add.at(column, then.rows, then.weights * value)
+    return np.column_stack(out)
+
+
+class Tail(NamedTuple):
+    """Entries summed after the others (`row_sums`): their messages, weights and common table row."""
+
+    rows: np.ndarray
+    weights: np.ndarray
+    row: np.ndarray
 
 
 def placed(rows: Rows, kept: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -365,14 +380,17 @@ class EventModel(formulas.Event, ABC):
     def entries(self, table: np.ndarray, rows: Rows, keys: np.ndarray | None) -> Entries:
         row_of = np.repeat(np.arange(len(rows.lengths)), rows.lengths)
         known = rows.cols >= 0
+        pick = np.flatnonzero(known)
         # The keys are distinct (a message's columns are), so any sort gives this order; a
         # stable one (timsort) takes each message's keys, partly in order already, as runs.
-        order = np.argsort(row_of[known] * len(table) + rows.cols[known], kind="stable")
-        at, cols = row_of[known][order], rows.cols[known][order]
-        x = self.message_weights(rows.counts, rows.lengths)[known][order]
+        # Each array is then taken once, by the sorted entries' places.
+        pick = pick[np.argsort(row_of[pick] * len(table) + rows.cols[pick], kind="stable")]
+        at, cols = row_of[pick], rows.cols[pick]
+        x = self.message_weights(rows.counts, rows.lengths)[pick]
         if keys is not None:
             x = x * duplicate_shares(at, cols, keys)
-        unknown = ~known
-        fields = None if rows.fields is None else rows.fields[known][order]
+        unknown = np.flatnonzero(~known)
+        fields = None if rows.fields is None else rows.fields[pick]
         unknown_fields = None if rows.fields is None else rows.fields[unknown]
-        return Entries(at, x, table[cols], fields, row_of[unknown], unknown_fields)
+        # `take` of whole rows: indexing a 2-D table by an array takes twice as long.
+        return Entries(at, x, table.take(cols, axis=0), fields, row_of[unknown], unknown_fields)

@@ -299,7 +299,8 @@ def columns(index: dict[str, int], tokens: Iterable[str]) -> Sequence[int]:
 
 
 # The chunk counted in C where it was built (spamnb/text/_ctokens.c): one dictionary
-# look-up per token and no sort, a message's entries in order of first sight in it.
+# look-up per token and no sort, a message's entries in order of first sight in it (against
+# a model's blob: in order of its columns, which batch scoring's sort then finds in order).
 COUNTED = compiled.scanner_function("counted")
 
 

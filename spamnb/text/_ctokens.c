@@ -663,7 +663,9 @@ PyDoc_STRVAR(counted_doc,
 "sight (a list); each message's distinct tokens as their places in that list, with their\n"
 "counts, in order of first sight in the message (int32 each); and how many each message has\n"
 "(int64).  With a vocabulary's blob and its indexed() starts and table: also each distinct\n"
-"token's column there, -1 where it has none (int64).  The numbers as bytearrays of native ints.");
+"token's column there, -1 where it has none (int64), and each message's entries in order of\n"
+"those columns, the ones without after the rest in order of first sight.  The numbers as\n"
+"bytearrays of native ints.");
 
 static PyObject *
 not_token_lists(void)
@@ -694,6 +696,52 @@ utf8_of(PyObject *token, Py_ssize_t *n, PyObject **made)
     return PyBytes_AS_STRING(*made);
 }
 
+/* A message's entries (`cols`, `counts`, n of them) sorted by their tokens' columns in the
+ * vocabulary (`columns` of their places), those without one (-1) after the rest, in their
+ * order: the order batch scoring sums a message's known entries in (nb.EventModel.entries),
+ * whose sort then finds each message's run in order already.  A radix sort (stable), on
+ * scratch room for n keys and entries twice over. */
+static void
+sorted_by_column(int32_t *cols, int32_t *counts, Py_ssize_t n, const int64_t *columns, Py_ssize_t n_cols, uint64_t *key, uint64_t *key2, int32_t *cols2, int32_t *counts2)
+{
+    uint64_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = columns[cols[i]];
+        key[i] = c >= 0 ? (uint64_t)c : (uint64_t)n_cols + (uint64_t)i;
+        top |= key[i];
+    }
+    int bits = 0;
+    while (bits < 64 && (top >> bits) != 0)
+        bits++;
+    /* As few passes as digits of at most 11 bits allow, each digit as narrow as that lets it:
+     * a message holds a few hundred entries, so its counters should be few. */
+    int passes = (bits + 10) / 11, digit = passes ? (bits + passes - 1) / passes : 0;
+    uint64_t low = ((uint64_t)1 << digit) - 1;
+    int32_t *c = cols, *k = counts;
+    for (int shift = 0; shift < bits; shift += digit) {
+        uint32_t at[(1 << 11) + 1];
+        memset(at, 0, sizeof(uint32_t) * (size_t)(low + 2));
+        for (Py_ssize_t i = 0; i < n; i++)
+            at[((key[i] >> shift) & low) + 1]++;
+        for (uint64_t b = 0; b <= low; b++)
+            at[b + 1] += at[b];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t to = at[(key[i] >> shift) & low]++;
+            key2[to] = key[i];
+            cols2[to] = c[i];
+            counts2[to] = k[i];
+        }
+        uint64_t *swap_key = key;
+        int32_t *swap_cols = c, *swap_counts = k;
+        key = key2, c = cols2, k = counts2;
+        key2 = swap_key, cols2 = swap_cols, counts2 = swap_counts;
+    }
+    if (c != cols) {
+        memcpy(cols, c, sizeof(int32_t) * (size_t)n);
+        memcpy(counts, k, sizeof(int32_t) * (size_t)n);
+    }
+}
+
 /* A token of the message being counted, as the look-up in the vocabulary's table needs it. */
 typedef struct {
     const char *p; /* its UTF-8 */
@@ -719,6 +767,7 @@ counted(PyObject *module, PyObject *args)
     int32_t *cols = NULL, *counts = NULL, *last = NULL, *entry = NULL, *place_of = NULL;
     int64_t *lengths = NULL, *columns = NULL;
     Probe *probes = NULL; /* a message's tokens' UTF-8, hashes and first slots, read ahead */
+    char *scratch = NULL; /* sorted_by_column's room for as many entries */
     Py_ssize_t probe_room = 0;
     const int64_t *starts = starts_buf.buf;
     const uint64_t *table = table_buf.buf;
@@ -783,6 +832,12 @@ counted(PyObject *module, PyObject *args)
                 for (Py_ssize_t i = probe_room; i < size; i++)
                     probes[i].made = NULL;
                 probe_room = size;
+                char *room_for = PyMem_Realloc(scratch, (2 * sizeof(uint64_t) + 2 * sizeof(int32_t)) * (size_t)size);
+                if (room_for == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                scratch = room_for;
             }
             /* The table, the starts and the blob are read at random: each stage asks for the
              * next one's memory for every token of the message before any token needs it. */
@@ -885,6 +940,11 @@ counted(PyObject *module, PyObject *args)
                 counts[entry[place]]++;
         }
         lengths[m] = (int64_t)(e - first);
+        if (indexed && e - first > 1) {
+            uint64_t *key = (uint64_t *)scratch;
+            int32_t *more = (int32_t *)(key + 2 * size);
+            sorted_by_column(cols + first, counts + first, e - first, columns, n_cols, key, key + size, more, more + size);
+        }
     }
     PyObject *c = PyByteArray_FromStringAndSize((const char *)cols, (Py_ssize_t)sizeof(int32_t) * e);
     PyObject *k = PyByteArray_FromStringAndSize((const char *)counts, (Py_ssize_t)sizeof(int32_t) * e);
@@ -900,6 +960,7 @@ done:
     for (Py_ssize_t i = 0; i < probe_room; i++) /* a message left part way: its encoded tokens */
         Py_XDECREF(probes[i].made);
     PyMem_Free(probes);
+    PyMem_Free(scratch);
     PyMem_Free(last);
     PyMem_Free(entry);
     PyMem_Free(columns);
