@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb.bayes import vocabulary
+from spamnb.mail import message
 from spamnb.text import tokens
 from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
@@ -195,6 +196,30 @@ def test_highest_is_the_highest_code_point(text: str) -> None:
     assert tokens.HIGHEST(text) == max(map(ord, text), default=0)
     with pytest.raises(TypeError):
         tokens.HIGHEST(text.encode("utf-8", "surrogatepass"))
+
+
+# Header blocks' pieces: names, colons, blanks, every line end, an envelope line, 8-bit bytes as
+# surrogate escapes, characters of every kind and the line ends regexes must not take for one.
+BLOCK_PIECES = ["Subject", "x-y", "A b", ":", " ", "\t", "\r", "\n", "\r\n", "From ", "v", "\udcff", "\u00e9", "\u4e2d", "\U0001f600", "\x0b", "\x85", "\u2028", "~", "!"]
+BLOCK = st.one_of(TEXT, st.lists(st.sampled_from(BLOCK_PIECES), max_size=40).map("".join))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(BLOCK)
+@example("Subject: a\r\n\tb\r\nX:  c\r\n\r\nbody")
+@example("A: b\r\r\n c\n\n")
+@example("A b: c\n")
+def test_header_fields_are_the_patterns(text: str) -> None:
+    """message.FIELDS (C) against header_fields, the pattern's findall."""
+    assert message.FIELDS(text) == message.header_fields(text)
+
+
+@needs_scanner
+def test_header_fields_take_a_str_only() -> None:
+    for bad in (b"A: b\n", None):
+        with pytest.raises(TypeError):
+            message.FIELDS(bad)
 
 
 def test_no_character_below_cjk_first_is_cjk() -> None:
