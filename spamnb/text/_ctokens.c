@@ -1,14 +1,15 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
  * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
- * tokens.url_hosts finds them, a text's highest code point, a header block's fields, as
+ * tokens.url_hosts finds them, a text's highest code point, the openers of a page's scripts,
+ * styles and comments, as tokens.invisible_opener finds them, a header block's fields, as
  * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
  * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted).
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
- * tags, links or header fields, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
+ * tags, links, openers or header fields, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
  * counts): tests/test_ctokens.py, tests/test_nb.py and `make fuzz` compare them.
  *
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
@@ -570,6 +571,74 @@ highest(PyObject *module, PyObject *text)
     else
         HIGHEST(Py_UCS4)
     return PyLong_FromUnsignedLong(top);
+}
+
+PyDoc_STRVAR(opener_doc,
+"opener(text, start) -> (int, int) | None\n\n"
+"The span of the first match of tokens.INVISIBLE_OPEN in `text` (a str) from `start` on, as\n"
+"INVISIBLE_OPEN.search(text, start).span() gives it (tokens.invisible_opener); None where none.");
+
+/* Whether `ch` matches the lowercase ASCII letter `letter` case-blind as the pattern's re.I does:
+ * either case, and beyond ASCII the long s (U+017F) for `s`, the dotted and dotless I (U+0130,
+ * U+0131) for `i`: no other character matches any letter of "script" or "style" (tests/
+ * test_ctokens.py checks every code point). */
+static inline int
+matches_letter(Py_UCS4 ch, char letter)
+{
+    if (ch < 128)
+        return (ch | 0x20) == (Py_UCS4)letter;
+    return (letter == 's' && ch == 0x17F) || (letter == 'i' && (ch == 0x130 || ch == 0x131));
+}
+
+/* Whether text[at:] starts with `name` case-blind and a word ends there (`\b`: the name's last
+ * letter is a word character, so the next must not be one: str.isalnum() or `_`). */
+static int
+name_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t at, const char *name)
+{
+    for (; *name; name++, at++)
+        if (at >= n || !matches_letter(PyUnicode_READ(kind, data, at), *name))
+            return 0;
+    if (at >= n)
+        return 1;
+    Py_UCS4 next = PyUnicode_READ(kind, data, at);
+    return !(Py_UNICODE_ISALNUM(next) || next == '_');
+}
+
+/* Each `<` from `start` on is tried as the pattern tries it: `<script`, then `<style`, each
+ * ending a word, then `<!--`. */
+static PyObject *
+opener(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "opener() takes 2 arguments");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!readable_str(text, "opener() takes a str and an int"))
+        return NULL;
+    Py_ssize_t i = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (i = i < 0 ? 0 : i; i < n; i++) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *lt = memchr((const Py_UCS1 *)data + i, '<', (size_t)(n - i));
+            if (lt == NULL)
+                break;
+            i = lt - (const Py_UCS1 *)data;
+        }
+        else if (PyUnicode_READ(kind, data, i) != '<')
+            continue;
+        Py_ssize_t end = name_at(kind, data, n, i + 1, "script") ? i + 7
+                         : name_at(kind, data, n, i + 1, "style")  ? i + 6
+                         : i + 3 < n && PyUnicode_READ(kind, data, i + 1) == '!' && PyUnicode_READ(kind, data, i + 2) == '-' && PyUnicode_READ(kind, data, i + 3) == '-' ? i + 4
+                                                                   : -1;
+        if (end >= 0)
+            return Py_BuildValue("(nn)", i, end);
+    }
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(fields_doc,
@@ -1196,6 +1265,7 @@ static PyMethodDef methods[] = {
     {"links", links, METH_O, links_doc},
     {"highest", highest, METH_O, highest_doc},
     {"fields", fields, METH_O, fields_doc},
+    {"opener", (PyCFunction)(void (*)(void))opener, METH_FASTCALL, opener_doc},
     {"indexed", indexed, METH_VARARGS, indexed_doc},
     {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
@@ -1204,7 +1274,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
