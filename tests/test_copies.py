@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -48,6 +49,29 @@ def test_digests_of_older_models_are_still_recognised(tmp_path: Path) -> None:
     assert "learnt 0, moved 1" in moved.stderr
     assert run_cli("train", "-m", model_path, "--forget", "--spam", tmp_path / "m.eml").exit_code == 0
     assert store.load(str(model_path)).counts.docs.tolist() == [0, 0]
+
+
+def test_a_copy_met_again_in_a_first_train_adds_nothing(tmp_path: Path) -> None:
+    """A new model's train tokenises each chunk whole before it decides what to learn: a
+    copy of a message learnt earlier in the same run (in a later chunk on two jobs), with
+    delivery's fields of its own, leaves the model as it is without the copy."""
+    folder = tmp_path / "ham"
+    folder.mkdir()
+    for i in range(300):
+        (folder / f"{i:03d}").write_bytes(make_mail(f"note {i}", f"the words of note {i} word{i}"))
+    without = tmp_path / "without.npz"
+    assert run_cli("train", "-q", "-m", without, "--ham", folder, "--jobs", "1").exit_code == 0
+    (folder / "280c").write_bytes(DELIVERED + make_mail("note 3", "the words of note 3 word3"))
+    for jobs in ("1", "2"):
+        model = tmp_path / f"with{jobs}.npz"
+        done = run_cli("train", "-m", model, "--ham", folder, "--jobs", jobs)
+        assert "learnt 300, moved 0, already known 1" in done.stderr, done.stderr
+        assert arrays(model) == arrays(without)
+
+
+def arrays(path: Path) -> dict[str, bytes]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k].tobytes() for k in z.files}
 
 
 field = st.sampled_from([b"Received", b"Delivered-To", b"Return-Path", b"X-Original-To", b"received", b"DELIVERED-TO"])

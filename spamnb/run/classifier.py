@@ -181,6 +181,21 @@ class Changes(NamedTuple):
         return bool(changes)
 
 
+class Learning(NamedTuple):
+    """Train's map step: `tokenise`'s, and with `keyed` each message's digest (of its first
+    `limit` bytes) made beside its tokens (see `learn`)."""
+
+    tokenise: Tokenise
+    limit: int
+    keyed: bool
+
+
+def learn_chunk(step: Learning, datas: list[bytes]) -> tuple[list[bytes], Chunk]:
+    """Map step: the messages' digests (none unless `step.keyed`) and `tokenise_chunk` of them."""
+    keys = [headers.digest(data, step.limit) for data in datas] if step.keyed else []
+    return keys, tokenise_chunk(step.tokenise, datas)
+
+
 def learn(
     model: Model,
     items: Iterable[Item],
@@ -193,35 +208,53 @@ def learn(
     Learning a message already learnt as the same class changes nothing; learnt as
     the other class, it moves.  Forgetting a message never learnt is refused
     (reported in `never_learnt`).  The digests are checked here, in order; only the
-    messages whose counts change are tokenised, by `jobs` processes.
+    messages whose counts change are learnt, tokenised by `jobs` processes.
     """
     report = LearnReport()
     vocab = model.learnable()
     tokenise = Tokenise.of(model.tokens, model.scoring)
-    pending: deque[Changes] = deque()
+    # A model that held no message before the run learns every message but a repeat of one
+    # met earlier in it: each chunk is tokenised whole before the decisions, its digests made
+    # beside by the map step, off this process's loop.  A model that held messages has them
+    # decided first and only those that change tokenised (and may know one by a legacy digest).
+    keyed = not forget and not model.learnt
+    limit = model.tokens.max_bytes
+    pending: deque[tuple[int, list[Message], Changes | None]] = deque()
     sample = Reservoir(CALIBRATION_SAMPLE)
     offers = Offers()
-    # Only a model that held messages before this run can know one by a legacy digest (what
-    # it learns here is keyed by `digest`): a new model's train skips the two legacy hashes.
-    legacy = bool(model.learnt)
+
+    def decided(size: int, messages: list[Message], keys: Iterable[bytes]) -> tuple[Changes, list[int]]:
+        """The chunk's count changes, decided in order, and which of `messages` they use."""
+        change = Changes(size, [], [], [])
+        picks: list[int] = []
+        for i, (message, key) in enumerate(zip(messages, keys, strict=True)):
+            if change.decide(model, report, message.id, class_of(message), key, forget, len(picks), offers):
+                picks.append(i)
+        return change, picks
 
     def tasks() -> Iterator[list[bytes]]:
         for batch in chunks(items, chunk_size(jobs)):
-            datas: list[bytes] = []
-            change = Changes(len(batch), [], [], [])
+            messages: list[Message] = []
             for item in batch:
                 if isinstance(item, Problem):
                     report.problems.append(item)
-                    continue
-                data, limit = item.data, model.tokens.max_bytes
-                key = headers.learnt_digest(data, limit, model.learnt.__contains__) if legacy else headers.digest(data, limit)
-                if change.decide(model, report, item.id, class_of(item), key, forget, len(datas), offers):
-                    datas.append(item.data)
-            pending.append(change)
-            yield datas
+                else:
+                    messages.append(item)
+            if keyed:
+                pending.append((len(batch), messages, None))
+                yield [message.data for message in messages]
+                continue
+            keys = (headers.learnt_digest(m.data, limit, model.learnt.__contains__) for m in messages)
+            change, picks = decided(len(batch), messages, keys)
+            pending.append((len(batch), [], change))
+            yield [messages[i].data for i in picks]
 
-    for chunk in ordered_map(tokenise_chunk, tokenise, tasks(), jobs):
-        change = pending.popleft()
+    for keys, chunk in ordered_map(learn_chunk, Learning(tokenise, limit, keyed), tasks(), jobs):
+        size, messages, change = pending.popleft()
+        if change is None:
+            change, picks = decided(size, messages, keys)
+            if len(picks) < len(messages):  # a repeat: the columns are numbered as if only the changed messages were tokenised
+                chunk = tokenise_chunk(tokenise, [messages[i].data for i in picks])
         mapping = apply_changes(model, vocab, chunk, change)
         if not forget:
             for learnt in learnt_in(chunk, change, mapping):
