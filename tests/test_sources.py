@@ -5,12 +5,14 @@ import io
 import os
 import tracemalloc
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spamnb.mail import sources
+from spamnb.mail.items import read_cap
 from spamnb.mail.sources import Message, Problem, SourceError
 from tests.conftest import ENVELOPE, crlf, make_mail, mboxrd, write_files, write_maildir, write_mbox
 
@@ -202,6 +204,26 @@ def test_unreadable_single_file_is_a_problem(tmp_path: Path) -> None:
     link.symlink_to(link)  # fails with ELOOP even for root
     items = list(sources.read_file(str(link)))
     assert len(items) == 1 and isinstance(items[0], Problem) and items[0].id == str(link)
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="Linux's /proc")
+def test_a_file_holding_more_than_its_size_says_is_read_to_its_end(tmp_path: Path) -> None:
+    """/proc/version's fstat says it holds 0 bytes: it is read whole all the same, named
+    or listed in a folder (a regular file by the listing, opened without a stat)."""
+    whole = Path("/proc/version").read_bytes()
+    (tmp_path / "version").symlink_to("/proc/version")
+    assert whole and os.stat("/proc/version").st_size == 0
+    assert read("/proc/version") == [Message("/proc/version", whole)]
+    assert read(tmp_path) == [Message(str(tmp_path / "version"), whole)]
+
+
+def test_a_file_growing_past_its_size_is_read_to_the_cap(tmp_path: Path) -> None:
+    """Read as a stream once it holds more than its fstat said: no more than the cap is kept."""
+    path = tmp_path / "growing.eml"
+    path.write_bytes(make_mail("grows", "x" * 5000))
+    with mock.patch.object(sources, "read_whole", lambda fd, size: None):
+        got = list(sources.read_file(str(path), max_bytes=1024))
+    assert got == [Message(str(path), path.read_bytes()[: read_cap(1024)])]
 
 
 def test_empty_file_is_a_problem(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from spamnb.bayes.nb import (
     class_log_prior,
     placed,
     row_sums,
+    token_totals,
     used_columns,
 )
 from spamnb.bayes.vocabulary import Rows
@@ -173,7 +174,7 @@ class Fisher(formulas.Fisher, EventModel):
         """f(w) per token, and whether the token was ever seen (only those are evidence)."""
         df = (counts.df if cols is None else counts.df[:, cols]).astype(np.float64)
         docs = np.maximum(counts.docs, 1)
-        seen = df.sum(axis=0) > 0
+        seen = token_totals(df) > 0
         with np.errstate(invalid="ignore", divide="ignore"):
             f = self.robinson(df[HAM], df[SPAM], docs[HAM], docs[SPAM])
         return np.where(seen, f, self.x), seen

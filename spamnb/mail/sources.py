@@ -13,6 +13,7 @@ memory than the tokeniser would look at.
 """
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import re
@@ -29,10 +30,12 @@ T = TypeVar("T")
 
 
 class Located(NamedTuple):
-    """A file found but not yet read (read by `read_located`, perhaps on another host)."""
+    """A file found but not yet read (read by `read_located`, perhaps on another host);
+    `regular`: its folder listed it as a regular file (`read_file`)."""
 
     path: str
     label: str | None = None
+    regular: bool = False
 
 
 # An mbox separator: `From ` at the start of a line, after a blank line (or at the
@@ -144,20 +147,24 @@ def finish(message: bytearray) -> bytes:
     return bytes(message)
 
 
-def read_file(path: str, label: str | None = None, max_bytes: int | None = None) -> Iterator[Item]:
+def read_file(path: str, label: str | None = None, max_bytes: int | None = None, regular: bool = False) -> Iterator[Item]:
     """One message file, or every message of an mbox (a file whose first line is an envelope).
 
     Anything but a regular file is a Problem, never opened for reading: opening a FIFO
-    blocks until a writer comes, and /dev/zero never ends.
+    blocks until a writer comes, and /dev/zero never ends.  `regular`: the file's folder
+    listed it as a regular file, so it is opened without a stat first (the fstat after
+    the open checks it again, as it does after a stat).
     """
     cap = read_cap(max_bytes)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not regular and not stat.S_ISREG(os.stat(path).st_mode):
             yield Problem(path, NOT_REGULAR, label)
             return
         # O_NONBLOCK: should the file become a FIFO after the stat, the open does not wait.
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            stream = regular_stream(fd)
+            if stream is None:
                 yield Problem(path, NOT_REGULAR, label)
                 return
             first = stream.readline(-1 if cap is None else cap)
@@ -168,10 +175,43 @@ def read_file(path: str, label: str | None = None, max_bytes: int | None = None)
                 yield from read_mbox_file(stream, path, label, first, cap)
             else:
                 yield Message(path, first + read_at_most(stream, None if cap is None else cap - len(first)), label)
+        finally:
+            os.close(fd)
     except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path (an index line)
         yield Problem(path, os_reason(err), label)
     except MemoryError:
         yield Problem(path, "out of memory reading it: skipped", label)
+
+
+def regular_stream(fd: int) -> BinaryIO | None:
+    """The open file `fd` as a stream (None if it is not a regular file), left open.
+
+    A file under a block, as most messages are, is read whole by the system calls
+    themselves: a buffered reader's set-up (its own fstat, a seek, a terminal test) and
+    its reads of the first line, the rest and the end cost more than the message does.
+    """
+    size = os.fstat(fd)
+    if not stat.S_ISREG(size.st_mode):
+        return None
+    if size.st_size < BLOCK:
+        whole = read_whole(fd, size.st_size)
+        if whole is not None:
+            return io.BytesIO(whole)
+        os.lseek(fd, 0, os.SEEK_SET)
+    return open(fd, "rb", closefd=False)
+
+
+def read_whole(fd: int, size: int) -> bytes | None:
+    """The bytes of a file that its fstat says holds `size`, read to its end; None if it
+    holds more (it grew, or it is a /proc file of size 0): then it is read as a stream, capped."""
+    pieces = []
+    got = 0
+    while piece := os.read(fd, size + 1 - got):
+        pieces.append(piece)
+        got += len(piece)
+        if got > size:
+            return None
+    return b"".join(pieces)
 
 
 def read_at_most(stream: BinaryIO, size: int | None) -> bytes:
@@ -248,9 +288,18 @@ def message_files(path: str, label: str | None = None) -> Iterator[Located | Pro
             if is_dir:
                 yield from walk(entry.path)
             else:
-                yield Located(entry.path, label)
+                yield Located(entry.path, label, is_regular(entry))
 
     yield from walk(path)
+
+
+def is_regular(entry: os.DirEntry[str]) -> bool:
+    """Whether a folder's entry is a regular file (by the listing's file type, no stat,
+    unless it is a link); False when that cannot be told: `read_file` then stats it."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def read_located(located: Iterable[Located | Problem], max_bytes: int | None = None) -> Iterator[Item]:
@@ -259,7 +308,7 @@ def read_located(located: Iterable[Located | Problem], max_bytes: int | None = N
         if isinstance(place, Problem):
             yield place
         else:
-            yield from read_file(place.path, place.label, max_bytes)
+            yield from read_file(place.path, place.label, max_bytes, place.regular)
 
 
 def read_stdin(label: str | None = None, stream: BinaryIO | None = None, max_bytes: int | None = None) -> Iterator[Item]:

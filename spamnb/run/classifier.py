@@ -645,7 +645,7 @@ def fold_model(event: nb.EventModel, train: nb.Counts, seen: np.ndarray | None =
     a count).  The other columns are tokens unknown to that model, scored as `classify`
     scores tokens missing from the vocabulary (the event model's `unknown_row`)."""
     if seen is None:
-        seen = np.flatnonzero(train.tf.sum(axis=0) > 0)
+        seen = np.flatnonzero(nb.token_totals(train.tf) > 0)
     kept = train.take(seen)
     table_seen, b = event.table(kept)
     table = np.empty((train.n_features, *table_seen.shape[1:]))

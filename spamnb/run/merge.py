@@ -165,7 +165,7 @@ def drop_empty_tokens(model: Model) -> int:
     """Drop tokens no learnt message holds (left by forgetting copies); how many."""
     vocab = model.growable()
     model.counts.grow(len(vocab))
-    keep = np.flatnonzero(model.counts.tf.sum(axis=0) > 0)
+    keep = np.flatnonzero(nb.token_totals(model.counts.tf) > 0)
     dropped = len(vocab) - keep.size
     if dropped:
         model.vocab = ModelVocabulary(full=Vocabulary([vocab.tokens[i] for i in keep.tolist()]))
