@@ -143,6 +143,14 @@ def test_html_to_text() -> None:
     assert body_tokens(mail, stopwords=True) == ["plain", "part", "url:example.com", "café", "crème", "click", "today"]
 
 
+def test_html_openers_with_letters_beyond_ascii_are_text() -> None:
+    """The long s and the dotted I match `s` and `i` case-blind, but no browser reads them in a
+    tag's name: the page is read as shown, not as the raw text a failure would fall back to."""
+    html = "<p>hello</p><\u017fcript>shown</script><scr\u0130pt>also</script><\u017ftyle>seen</style><script>hidden()</script>"
+    mail = make_mail(body="plain part", html=html)
+    assert body_tokens(mail) == ["plain", "part", "hello", "shown", "also", "seen"]
+
+
 def test_attachments_are_not_tokenised() -> None:
     msg = EmailMessage()
     msg["Subject"] = "report"

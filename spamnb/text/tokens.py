@@ -230,7 +230,10 @@ def strip_invisible(markup: str) -> str:
     while opener := (OPENER or invisible_opener)(markup, start):
         begin, end = opener
         kind = "" if markup.startswith("<!--", begin) else markup[begin + 1 : end].lower()
-        closer = None if kind in unclosed else INVISIBLE_CLOSE[kind].search(markup, end)
+        # The pattern's case-blind letters also take the long s and the dotted I, which no
+        # browser reads in a tag's name: such an opener (no closer of its own) is text.
+        closing = None if kind in unclosed else INVISIBLE_CLOSE.get(kind)
+        closer = None if closing is None else closing.search(markup, end)
         if closer is None:
             unclosed.add(kind)
             start = begin + 1
