@@ -14,7 +14,9 @@ is compared with what their Python source makes of it in a process of its own
     the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
-    the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max();
+    the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the
+    header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
+    invisible parts' openers (tokens.OPENER) against the pattern's search;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -44,6 +46,7 @@ PIECES = [
     "中", "文", "日本", "ｶ", "한", "'", ".", "-", "_", " ", "\t", "\n", "\r", "\x00", "\udcff", "\ud800",
     "\U0001f600", "\U00010400", "--", "..", "''", "http://x.example.com/", "=?utf-8?b?", "&amp;",
     "<", ">", "<a href='x'>", "</p >", "HTTPS://", "fTp://", "\u017f://", ":8080", ":\u0663",
+    "Subject: ", "\r\n\t", "\r\n\r\n", "<script", "<STYLE", "<!--", "\u017fcript",
 ]
 WORDS = ["the", "free", "money", "don't", "e-mail", "192.0.2.1", "example.com", "x" * 41, "y" * 200, "a.b-c'd"]
 BATCH = 500
@@ -68,7 +71,9 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
-    the dotted words of those prefixed words; the links' hosts; the highest code point; the token counter and the field heads on each batch's words."""
+    the dotted words of those prefixed words; the links' hosts; the highest code point; the header block's fields; the openers;
+    the token counter and the field heads on each batch's words."""
+    from spamnb.mail import message
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -94,7 +99,10 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             dotted = tokens.DOTTED_WORDS(text, prefixed) == tokens.dotted_words(text, prefixed)
             links = tokens.LINKS(text) == [m.group(1) for m in tokens.URL.finditer(text)]
             highest = tokens.HIGHEST(text) == max(map(ord, text), default=0)
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest:
+            fields = message.FIELDS(text) == message.header_fields(text)
+            at = rng.randrange(len(text) + 1)
+            opener = tokens.OPENER(text, at) == tokens.invisible_opener(text, at)
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not fields or not opener:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb.bayes import vocabulary
+from spamnb.mail import message
 from spamnb.text import tokens
 from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
@@ -195,6 +196,71 @@ def test_highest_is_the_highest_code_point(text: str) -> None:
     assert tokens.HIGHEST(text) == max(map(ord, text), default=0)
     with pytest.raises(TypeError):
         tokens.HIGHEST(text.encode("utf-8", "surrogatepass"))
+
+
+# Pages' pieces: the openers in either case and with the characters that match their letters
+# case-blind beyond ASCII (the long s, the dotted and dotless I), what may follow a name.
+PAGE_PIECES = ["<", "script", "SCRIPT", "style", "StYlE", "\u017fcript", "scr\u0130pt", "scr\u0131pt", "<!--", "!-", "-", ">", " ", "_", "a", "\u0663", "\u00e9", "\U0001f600", "</script>", "-->"]
+PAGE = st.one_of(TEXT, st.lists(st.sampled_from(PAGE_PIECES), max_size=30).map("".join))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(PAGE, st.integers(-2, 40))
+@example("<scripts><script_><script1><script>", 0)
+@example("<STYLE\u0663><style", 1)
+def test_openers_are_the_patterns(text: str, start: int) -> None:
+    """tokens.OPENER (C) against invisible_opener, the pattern's search."""
+    assert tokens.OPENER(text, start) == tokens.invisible_opener(text, start)
+
+
+@needs_scanner
+@pytest.mark.parametrize("name", ["script", "style"])
+def test_openers_match_each_letter_as_the_pattern_does(name: str) -> None:
+    """Every character of the Basic Multilingual Plane in each letter's place and after the name:
+    the C's case-blind letters and word end are the pattern's."""
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
+    for k in range(len(name) + 1):
+        text = "".join("<" + name[:k] + c + name[k + 1 :] + " " for c in chars)
+        spans = []
+        for find in (tokens.OPENER, tokens.invisible_opener):
+            found, start = [], 0
+            while (span := find(text, start)) is not None:
+                found.append(span)
+                start = span[0] + 1
+            spans.append(found)
+        assert spans[0] == spans[1] and spans[0], (name, k)
+
+
+@needs_scanner
+def test_openers_take_a_str_and_an_int_only() -> None:
+    for bad in ((b"<script", 0), ("<script", "0"), ("<script",)):
+        with pytest.raises(TypeError):
+            tokens.OPENER(*bad)
+
+
+# Header blocks' pieces: names, colons, blanks, every line end, an envelope line, 8-bit bytes as
+# surrogate escapes, characters of every kind and the line ends regexes must not take for one.
+BLOCK_PIECES = ["Subject", "x-y", "A b", ":", " ", "\t", "\r", "\n", "\r\n", "From ", "v", "\udcff", "\u00e9", "\u4e2d", "\U0001f600", "\x0b", "\x85", "\u2028", "~", "!"]
+BLOCK = st.one_of(TEXT, st.lists(st.sampled_from(BLOCK_PIECES), max_size=40).map("".join))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(BLOCK)
+@example("Subject: a\r\n\tb\r\nX:  c\r\n\r\nbody")
+@example("A: b\r\r\n c\n\n")
+@example("A b: c\n")
+def test_header_fields_are_the_patterns(text: str) -> None:
+    """message.FIELDS (C) against header_fields, the pattern's findall."""
+    assert message.FIELDS(text) == message.header_fields(text)
+
+
+@needs_scanner
+def test_header_fields_take_a_str_only() -> None:
+    for bad in (b"A: b\n", None):
+        with pytest.raises(TypeError):
+            message.FIELDS(bad)
 
 
 def test_no_character_below_cjk_first_is_cjk() -> None:

@@ -12,6 +12,7 @@ import codecs
 import re
 from collections.abc import Iterator
 
+from spamnb import compiled
 from spamnb.mail.lazy import Lazy
 from spamnb.mail.mimelimits import MAX_CONTENT_TYPE_CHARS, MAX_LINES, MAX_MESSAGES, capped
 
@@ -91,6 +92,22 @@ HEADER_BLOCK = header_pattern(LINE, NEWLINE)
 HEADER_BLOCK_LF = header_pattern(LINE_LF, NEWLINE_LF)
 
 
+def header_fields(text: str) -> tuple[list[tuple[str, str]], str, str]:
+    """The header block at the start of `text`: each field's (name, value) as compat32's
+    header_source_parse makes it from the field's lines, then the line end of a blank line
+    after the fields ('' if none), then the rest of the text."""
+    found = (HEADER_BLOCK if "\r" in text else HEADER_BLOCK_LF).findall(text)
+    # A field's name is never empty: a last match without one is what follows the fields.
+    blank, payload = found.pop()[2:] if found and not found[-1][0] else ("", "")
+    return [(name, value) for name, value, _, _ in found], blank, payload
+
+
+# header_fields in C, where it was built (spamnb/text/_ctokens.c): the regex engine tries the
+# line's class at every character of the block and makes four groups a field; the C finds
+# each line's end by memchr and makes only the names' and values' strs.
+FIELDS = compiled.scanner_function("fields")
+
+
 def single_part_of(msg: Any) -> Any:
     """The message `read_part` made, as the email package parses it, if it is one part; else None."""
     if msg is None or msg.get_content_type().split("/")[0] in ("multipart", "message"):
@@ -105,15 +122,11 @@ def read_part(text: str) -> Any:
     Message (mime.single_part)."""
     if text.startswith((" ", "\t")):  # a first line that is a continuation
         return None
-    found = (HEADER_BLOCK if "\r" in text else HEADER_BLOCK_LF).findall(text)
-    # A field's name is never empty: a last match without one is what follows the fields.
-    blank, payload = found.pop()[2:] if found and not found[-1][0] else ("", "")
+    headers, blank, payload = (FIELDS or header_fields)(text)
     # The first line that is not a field.  headerRE would also take these two (and
     # a continuation, but each field took its own): an envelope line, a nameless field.
     if not blank and payload.startswith(("From ", ":")):
         return None
-    # compat32's header_source_parse on each field's lines at once.
-    headers = [(name, value) for name, value, _, _ in found]
     # Only a value longer than this can be cut (calling `capped` on each is not free).
     if any(len(value) > MAX_CONTENT_TYPE_CHARS for _, value in headers):
         headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in headers]

@@ -1,13 +1,15 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
  * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
- * tokens.url_hosts finds them, a text's highest code point, a chunk's token lists counted, as
+ * tokens.url_hosts finds them, a text's highest code point, the openers of a page's scripts,
+ * styles and comments, as tokens.invisible_opener finds them, a header block's fields, as
+ * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
  * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted).
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
- * tags or links, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
+ * tags, links, openers or header fields, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
  * counts): tests/test_ctokens.py, tests/test_nb.py and `make fuzz` compare them.
  *
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
@@ -571,6 +573,196 @@ highest(PyObject *module, PyObject *text)
     return PyLong_FromUnsignedLong(top);
 }
 
+PyDoc_STRVAR(opener_doc,
+"opener(text, start) -> (int, int) | None\n\n"
+"The span of the first match of tokens.INVISIBLE_OPEN in `text` (a str) from `start` on, as\n"
+"INVISIBLE_OPEN.search(text, start).span() gives it (tokens.invisible_opener); None where none.");
+
+/* Whether `ch` matches the lowercase ASCII letter `letter` case-blind as the pattern's re.I does:
+ * either case, and beyond ASCII the long s (U+017F) for `s`, the dotted and dotless I (U+0130,
+ * U+0131) for `i`: no other character matches any letter of "script" or "style" (tests/
+ * test_ctokens.py checks every code point). */
+static inline int
+matches_letter(Py_UCS4 ch, char letter)
+{
+    if (ch < 128)
+        return (ch | 0x20) == (Py_UCS4)letter;
+    return (letter == 's' && ch == 0x17F) || (letter == 'i' && (ch == 0x130 || ch == 0x131));
+}
+
+/* Whether text[at:] starts with `name` case-blind and a word ends there (`\b`: the name's last
+ * letter is a word character, so the next must not be one: str.isalnum() or `_`). */
+static int
+name_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t at, const char *name)
+{
+    for (; *name; name++, at++)
+        if (at >= n || !matches_letter(PyUnicode_READ(kind, data, at), *name))
+            return 0;
+    if (at >= n)
+        return 1;
+    Py_UCS4 next = PyUnicode_READ(kind, data, at);
+    return !(Py_UNICODE_ISALNUM(next) || next == '_');
+}
+
+/* Each `<` from `start` on is tried as the pattern tries it: `<script`, then `<style`, each
+ * ending a word, then `<!--`. */
+static PyObject *
+opener(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "opener() takes 2 arguments");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!readable_str(text, "opener() takes a str and an int"))
+        return NULL;
+    Py_ssize_t i = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (i = i < 0 ? 0 : i; i < n; i++) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *lt = memchr((const Py_UCS1 *)data + i, '<', (size_t)(n - i));
+            if (lt == NULL)
+                break;
+            i = lt - (const Py_UCS1 *)data;
+        }
+        else if (PyUnicode_READ(kind, data, i) != '<')
+            continue;
+        Py_ssize_t end = name_at(kind, data, n, i + 1, "script") ? i + 7
+                         : name_at(kind, data, n, i + 1, "style")  ? i + 6
+                         : i + 3 < n && PyUnicode_READ(kind, data, i + 1) == '!' && PyUnicode_READ(kind, data, i + 2) == '-' && PyUnicode_READ(kind, data, i + 3) == '-' ? i + 4
+                                                                   : -1;
+        if (end >= 0)
+            return Py_BuildValue("(nn)", i, end);
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(fields_doc,
+"fields(text) -> (list[tuple[str, str]], str, str)\n\n"
+"The header block at the start of `text` (a str) as spamnb.mail.message.header_fields cuts it:\n"
+"each field's (name, value), the line end of a blank line after the fields ('' if none), the rest.");
+
+/* A character of a field's name: printable ASCII but the space and the colon. */
+static inline int
+is_name_char(Py_UCS4 ch)
+{
+    return ch >= 0x21 && ch <= 0x7E && ch != ':';
+}
+
+#define LINE_END(TYPE)                                         \
+    {                                                          \
+        const TYPE *s = data;                                  \
+        while (from < n && s[from] != '\n' && s[from] != '\r') \
+            from++;                                            \
+        return from;                                           \
+    }
+
+/* Where the line at `from` ends: its first CR or LF, else n.  A one-byte text without a CR
+ * (`lf_only`) is searched by memchr. */
+static Py_ssize_t
+line_end_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t from, int lf_only)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {
+        if (lf_only) {
+            const Py_UCS1 *lf = memchr((const Py_UCS1 *)data + from, '\n', (size_t)(n - from));
+            return lf == NULL ? n : lf - (const Py_UCS1 *)data;
+        }
+        LINE_END(Py_UCS1)
+    }
+    if (kind == PyUnicode_2BYTE_KIND)
+        LINE_END(Py_UCS2)
+    LINE_END(Py_UCS4)
+}
+
+/* The length of the line end (CRLF, CR or LF: CRLF first) at `at`, 0 where none starts. */
+static Py_ssize_t
+newline_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
+{
+    if (at >= n)
+        return 0;
+    Py_UCS4 ch = PyUnicode_READ(kind, data, at);
+    if (ch == '\n')
+        return 1;
+    if (ch != '\r')
+        return 0;
+    return at + 1 < n && PyUnicode_READ(kind, data, at + 1) == '\n' ? 2 : 1;
+}
+
+static inline int
+is_blank(int kind, const void *data, Py_ssize_t at)
+{
+    Py_UCS4 ch = PyUnicode_READ(kind, data, at);
+    return ch == ' ' || ch == '\t';
+}
+
+/* A field is a name, a colon, blanks (left out of its value), the rest of the line and each
+ * line after it that starts with a blank (continuation lines), then its line end or the text's
+ * end; the value is all but those blanks and that last line end.  The fields run back to back
+ * from the start; the first line that is not one ends them, and its line end, if it is only
+ * that (a blank line), is the blank line's. */
+static PyObject *
+fields(PyObject *module, PyObject *text)
+{
+    if (!readable_str(text, "fields() takes a str"))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), pos = 0, blank = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int lf_only = kind == PyUnicode_1BYTE_KIND && memchr(data, '\r', (size_t)n) == NULL;
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    while (pos < n) {
+        Py_ssize_t colon = pos;
+        while (colon < n && is_name_char(PyUnicode_READ(kind, data, colon)))
+            colon++;
+        if (colon == pos || colon == n || PyUnicode_READ(kind, data, colon) != ':') {
+            blank = newline_at(kind, data, n, pos);
+            break;
+        }
+        Py_ssize_t start = colon + 1;
+        while (start < n && is_blank(kind, data, start))
+            start++;
+        Py_ssize_t end = line_end_at(kind, data, n, start, lf_only), next = n;
+        while (end < n) {
+            next = end + newline_at(kind, data, n, end);
+            if (next >= n || !is_blank(kind, data, next))
+                break;
+            end = line_end_at(kind, data, n, next + 1, lf_only);
+            next = n;
+        }
+        PyObject *field = PyTuple_New(2), *name = NULL, *value = NULL;
+        if (field != NULL) {
+            PyTuple_SET_ITEM(field, 0, name = PyUnicode_Substring(text, pos, colon));
+            PyTuple_SET_ITEM(field, 1, value = PyUnicode_Substring(text, start, end));
+        }
+        if (name == NULL || value == NULL || PyList_Append(found, field) < 0) {
+            Py_XDECREF(field);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(field);
+        pos = next;
+    }
+    PyObject *out = PyTuple_New(3), *line_end = NULL, *rest = NULL;
+    if (out != NULL) {
+        PyTuple_SET_ITEM(out, 0, found);
+        PyTuple_SET_ITEM(out, 1, line_end = PyUnicode_Substring(text, pos, pos + blank));
+        PyTuple_SET_ITEM(out, 2, rest = PyUnicode_Substring(text, pos + blank, n));
+    }
+    if (line_end == NULL || rest == NULL) {
+        if (out == NULL)
+            Py_DECREF(found);
+        Py_XDECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 PyDoc_STRVAR(indexed_doc,
 "indexed(blob) -> (starts, table)\n\n"
 "A hash table of the tokens of a newline-joined UTF-8 blob (as bytes.split(b'\\n') cuts it,\n"
@@ -1072,6 +1264,8 @@ static PyMethodDef methods[] = {
     {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
     {"links", links, METH_O, links_doc},
     {"highest", highest, METH_O, highest_doc},
+    {"fields", fields, METH_O, fields_doc},
+    {"opener", (PyCFunction)(void (*)(void))opener, METH_FASTCALL, opener_doc},
     {"indexed", indexed, METH_VARARGS, indexed_doc},
     {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
@@ -1080,7 +1274,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
