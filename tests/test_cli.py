@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,8 @@ from click.testing import Result
 from spamnb.models import store
 from spamnb.text.tokens import Tokenizer
 from tests.conftest import HAM_WORDS, SPAM_WORDS, Corpus, make_mail, run_cli, write_files, write_maildir, write_mbox
+
+SCRIPT = str(Path(sys.executable).parent / "spamnb")
 
 
 @pytest.fixture(autouse=True)
@@ -180,6 +185,22 @@ def test_classify_reports_unreadable_messages_and_goes_on(model: Path, tmp_path:
     assert result.exit_code == 1
     assert [r["id"] for r in json_lines(result)] == [str(good)]
     assert result.stderr == f"spamnb: {folder / 'empty.eml'}: empty file\n"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_classify_problems_keep_their_place_among_the_lines(model: Path, tmp_path: Path, jobs: str, unbuffered: str) -> None:
+    """stdout and stderr into one file (`> log 2>&1`): each Problem right after the line of the
+    message before it, whether Python buffers stdout or not (PYTHONUNBUFFERED, as cron may set)."""
+    folder = tmp_path / "mixed"
+    paths = write_files(folder, [make_mail(f"lunch {i}", "meeting agenda " * 40) for i in range(300)])
+    for i in (0, 7, 150, 299):
+        paths[i].write_bytes(b"")
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    done = subprocess.run([SCRIPT, "classify", "-q", "-m", str(model), "--jobs", jobs, str(folder)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert done.returncode == 1
+    said = [line.split("\t")[0] if "\t" in line else line for line in done.stdout.decode().splitlines()]
+    assert said == [f"spamnb: {p}: empty file" if i in (0, 7, 150, 299) else str(p) for i, p in enumerate(paths)]
 
 
 def test_explain_agrees_with_classify(model: Path, corpus: Corpus) -> None:

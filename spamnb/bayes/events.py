@@ -189,7 +189,8 @@ class Fisher(formulas.Fisher, EventModel):
         """(V, 3) columns ln f, ln(1 - f), 1; unseen tokens get `unknown_row`."""
         f, seen = self.token_prob(counts, cols)
         out = np.empty((f.shape[0], 3))
-        out[:] = self.unknown_row()
+        for column, value in enumerate(self.unknown_row()):
+            out[:, column] = value  # a column at a time: the whole row at once is a loop per token
         out[seen, 0], out[seen, 1] = self.evidence(ARRAYS, f[seen])
         out[seen, 2] = 1.0
         return out, 0.0

@@ -680,11 +680,10 @@ def classify_batch(
     model.scoring = with_cutoffs(model.scoring, *cutoffs)
     rows = []
     bad = 0
-    write = sys.stdout.write
-    with progress_bar("classifying", ctx.obj["quiet"]) as advance, where.started(mail) as run:
+    stdout = sys.stdout  # the progress bar, on a terminal, stands in for sys.stdout
+    with progress_bar("classifying", ctx.obj["quiet"]) as advance, where.started(mail) as run, report.lines_in_blocks(stdout) as write:
         for result in run.classify(model, advance):
             if isinstance(result, Problem):
-                sys.stdout.flush()
                 bad += report_problems([result])
             elif as_json:
                 write(report.scored_json(result) + "\n")
@@ -692,7 +691,6 @@ def classify_batch(
                 rows.append(result)
             else:
                 write(report.scored_tsv(result) + "\n")
-    sys.stdout.flush()
     if rows:
         out = report.console()
         out.print(report.scored_table(rows, heads, out.width))

@@ -1,13 +1,16 @@
 """Rendering results for people (rich tables) and for machines (JSON, tab-separated)."""
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
@@ -386,6 +389,64 @@ def explanation_table(shown: dict[str, Any]) -> Table:
     table.add_row(f"the rest ({shown['other_tokens']} more tokens, prior, calibration)", f"{rest:+.3f}", "", "")
     table.add_row("sum: the logit ln(P / (1 - P))", f"{total:+.3f}", "", "")
     return table
+
+
+class StderrAfterLines:
+    """sys.stderr while `lines_in_blocks` holds lines: what the printing thread says there
+    (a warning, a Problem, the stdin notice) first writes out the lines before it.  Other
+    threads (rich's refresh of a progress bar, on a terminal apart from the piped lines)
+    and forked workers (a copy of the lines held) leave them to the printing thread."""
+
+    def __init__(self, stderr: TextIO, before: Callable[[], None]) -> None:
+        self.stderr, self.before, self.printer = stderr, before, (os.getpid(), threading.get_ident())
+
+    def write(self, text: str) -> int:
+        self.lines_first()
+        return self.stderr.write(text)
+
+    def flush(self) -> None:
+        self.lines_first()
+        self.stderr.flush()
+
+    def lines_first(self) -> None:
+        if (os.getpid(), threading.get_ident()) == self.printer:
+            self.before()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stderr, name)
+
+
+@contextlib.contextmanager
+def lines_in_blocks(out: TextIO) -> Iterator[Callable[[str], None]]:
+    """Yield `write(line)`: lines go to `out` a block at a time, not one system call each as
+    an unbuffered stdout (PYTHONUNBUFFERED) makes them; stderr keeps its place among them,
+    and the lines held are written out when the block ends, by an error too."""
+    held: list[str] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if held:
+            text = "".join(held)
+            held.clear()
+            size = 0
+            out.write(text)
+        out.flush()
+
+    def write(line: str) -> None:
+        nonlocal size
+        held.append(line)
+        size += len(line)
+        if size >= io.DEFAULT_BUFFER_SIZE:
+            flush()
+
+    stderr = sys.stderr
+    sys.stderr = StderrAfterLines(stderr, flush)  # type: ignore[assignment]
+    try:
+        yield write
+    finally:
+        sys.stderr = stderr
+        flush()
 
 
 def stdout_is_terminal() -> bool:
