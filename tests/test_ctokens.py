@@ -198,8 +198,9 @@ def test_highest_is_the_highest_code_point(text: str) -> None:
         tokens.HIGHEST(text.encode("utf-8", "surrogatepass"))
 
 
-# Pages' pieces: the openers in either case and with the characters that match their letters
-# case-blind beyond ASCII (the long s, the dotted and dotless I), what may follow a name.
+# Pages' pieces: the openers in either case and with the characters that Unicode's case-blind
+# letters (not the pattern's) would take for theirs (the long s, the dotted and dotless I),
+# what may follow a name.
 PAGE_PIECES = ["<", "script", "SCRIPT", "style", "StYlE", "\u017fcript", "scr\u0130pt", "scr\u0131pt", "<!--", "!-", "-", ">", " ", "_", "a", "\u0663", "\u00e9", "\U0001f600", "</script>", "-->"]
 PAGE = st.one_of(TEXT, st.lists(st.sampled_from(PAGE_PIECES), max_size=30).map("".join))
 

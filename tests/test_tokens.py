@@ -144,8 +144,9 @@ def test_html_to_text() -> None:
 
 
 def test_html_openers_with_letters_beyond_ascii_are_text() -> None:
-    """The long s and the dotted I match `s` and `i` case-blind, but no browser reads them in a
-    tag's name: the page is read as shown, not as the raw text a failure would fall back to."""
+    """The long s and the dotted I are `s` and `i` to Unicode's case-blind letters, but no browser
+    reads them in a tag's name: the page is read as shown, not as the raw text a failure would
+    fall back to."""
     html = "<p>hello</p><\u017fcript>shown</script><scr\u0130pt>also</script><\u017ftyle>seen</style><script>hidden()</script>"
     mail = make_mail(body="plain part", html=html)
     assert body_tokens(mail) == ["plain", "part", "hello", "shown", "also", "seen"]

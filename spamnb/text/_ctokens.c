@@ -578,16 +578,12 @@ PyDoc_STRVAR(opener_doc,
 "The span of the first match of tokens.INVISIBLE_OPEN in `text` (a str) from `start` on, as\n"
 "INVISIBLE_OPEN.search(text, start).span() gives it (tokens.invisible_opener); None where none.");
 
-/* Whether `ch` matches the lowercase ASCII letter `letter` case-blind as the pattern's re.I does:
- * either case, and beyond ASCII the long s (U+017F) for `s`, the dotted and dotless I (U+0130,
- * U+0131) for `i`: no other character matches any letter of "script" or "style" (tests/
- * test_ctokens.py checks every code point). */
+/* Whether `ch` is the lowercase ASCII letter `letter` in either case, as the pattern's ASCII-only
+ * re.I takes it (tests/test_ctokens.py checks every code point). */
 static inline int
 matches_letter(Py_UCS4 ch, char letter)
 {
-    if (ch < 128)
-        return (ch | 0x20) == (Py_UCS4)letter;
-    return (letter == 's' && ch == 0x17F) || (letter == 'i' && (ch == 0x130 || ch == 0x131));
+    return ch < 128 && (ch | 0x20) == (Py_UCS4)letter;
 }
 
 /* Whether text[at:] starts with `name` case-blind and a word ends there (`\b`: the name's last

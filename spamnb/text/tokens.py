@@ -189,8 +189,10 @@ CJK_FIRST = 0x3040
 HIGHEST = compiled.scanner_function("highest")
 # A tag may not hold `<`: with `<[^>]*>` a megabyte of unclosed `<` took quadratic time.
 TAG = Lazy(r"<[^<>]*>")
-# Openers and closers of the parts of a page nobody sees (see `strip_invisible`).
-INVISIBLE_OPEN = Lazy(r"<(script|style)\b|<!--", re.I)
+# Openers and closers of the parts of a page nobody sees (see `strip_invisible`).  A tag's
+# name is case-blind in ASCII only (`(?a:`): Unicode's case-blind letters would also take the
+# long s and the dotted I, which no browser reads in a name.
+INVISIBLE_OPEN = Lazy(r"<(?a:script|style)\b|<!--", re.I)
 INVISIBLE_CLOSE = {
     "script": Lazy(r"</script\s*>", re.I),
     "style": Lazy(r"</style\s*>", re.I),
@@ -230,10 +232,7 @@ def strip_invisible(markup: str) -> str:
     while opener := (OPENER or invisible_opener)(markup, start):
         begin, end = opener
         kind = "" if markup.startswith("<!--", begin) else markup[begin + 1 : end].lower()
-        # The pattern's case-blind letters also take the long s and the dotted I, which no
-        # browser reads in a tag's name: such an opener (no closer of its own) is text.
-        closing = None if kind in unclosed else INVISIBLE_CLOSE.get(kind)
-        closer = None if closing is None else closing.search(markup, end)
+        closer = None if kind in unclosed else INVISIBLE_CLOSE[kind].search(markup, end)
         if closer is None:
             unclosed.add(kind)
             start = begin + 1
