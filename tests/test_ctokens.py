@@ -98,6 +98,16 @@ def test_words_of_any_text_are_the_pure_words(text: str, options: TokenSettings)
 
 
 @needs_scanner
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(WORDISH, st.text(ANY_CHAR, max_size=3)), min_size=100, max_size=3000).map(" ".join), SETTINGS)
+@example(" ".join(f"w{i}" for i in range(1000)) + " " + "y" * 41, TokenSettings())
+def test_words_of_a_long_text_are_the_pure_words(text: str, options: TokenSettings) -> None:
+    """More words than the scanner holds before it allocates (and grows) room for them."""
+    compiled, pure = both(options)
+    assert compiled.words(text) == pure.words(text)
+
+
+@needs_scanner
 @settings(max_examples=500, deadline=None)
 @given(TEXT, st.text(ANY_CHAR, max_size=12), st.booleans(), st.integers(1, 3), st.integers(3, 12))
 def test_a_prefix_goes_before_each_token(text: str, prefix: str, stop: bool, lo: int, hi: int) -> None:

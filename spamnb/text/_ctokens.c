@@ -158,6 +158,70 @@ append_new(PyObject *list, PyObject *item)
     return failed;
 }
 
+/* New references held until a list is made of them at once (`held_list`): a PyList_Append
+ * per word grew the list again and again, and checked it each time. */
+typedef struct {
+    PyObject **items;
+    Py_ssize_t size, capacity;
+    PyObject *first[128]; /* most texts (a header field) have fewer words: no allocation */
+} held;
+
+static void
+held_init(held *h)
+{
+    h->items = h->first;
+    h->size = 0;
+    h->capacity = (Py_ssize_t)(sizeof h->first / sizeof h->first[0]);
+}
+
+/* Hold `item` (a new reference; NULL is an error, as is a failed allocation: -1, the item dropped). */
+static int
+held_add(held *h, PyObject *item)
+{
+    if (item == NULL)
+        return -1;
+    if (h->size == h->capacity) {
+        Py_ssize_t capacity = h->capacity * 2;
+        PyObject **items = h->items == h->first ? PyMem_New(PyObject *, capacity) : PyMem_Resize(h->items, PyObject *, capacity);
+        if (items == NULL) {
+            Py_DECREF(item);
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (h->items == h->first)
+            memcpy(items, h->first, sizeof h->first);
+        h->items = items;
+        h->capacity = capacity;
+    }
+    h->items[h->size++] = item;
+    return 0;
+}
+
+static void
+held_free(held *h)
+{
+    if (h->items != h->first)
+        PyMem_Free(h->items);
+    h->items = h->first;
+    h->size = 0;
+}
+
+/* The held items as a new list, which takes their references (NULL on error: they are dropped). */
+static PyObject *
+held_list(held *h)
+{
+    PyObject *out = PyList_New(h->size);
+    if (out == NULL) {
+        for (Py_ssize_t i = 0; i < h->size; i++)
+            Py_DECREF(h->items[i]);
+    }
+    else
+        for (Py_ssize_t i = 0; i < h->size; i++)
+            PyList_SET_ITEM(out, i, h->items[i]);
+    held_free(h);
+    return out;
+}
+
 PyDoc_STRVAR(words_doc,
 "words(text, min_len, max_len, stop, prefix='', lower=False) -> list[str]\n\n"
 "The words of `text` (runs of letters joined by inner ' . -) of min_len..max_len characters\n"
@@ -215,9 +279,9 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     int ascii = PyUnicode_IS_ASCII(text);
-    PyObject *out = PyList_New(0), *skips = NULL;
-    if (out == NULL)
-        goto fail;
+    PyObject *out = NULL, *skips = NULL;
+    held kept;
+    held_init(&kept);
 
     Py_ssize_t i = 0, start = 0;
     for (;;) {
@@ -254,11 +318,11 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
             word = after_prefix(prefix, bare);
         }
-        if (word == NULL)
-            goto fail;
-        if (append_new(out, word) < 0)
+        if (held_add(&kept, word) < 0)
             goto fail;
     }
+    if ((out = held_list(&kept)) == NULL)
+        goto fail;
     if (skips != NULL) {
         Py_ssize_t m = PyList_GET_SIZE(out);
         if (PyList_SetSlice(out, m, m, skips) < 0)
@@ -269,6 +333,9 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 
 fail:
+    for (Py_ssize_t k = 0; k < kept.size; k++)
+        Py_DECREF(kept.items[k]);
+    held_free(&kept);
     Py_XDECREF(out);
     Py_XDECREF(skips);
     Py_XDECREF(empty);
