@@ -16,7 +16,8 @@ is compared with what their Python source makes of it in a process of its own
     (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
     the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the
     header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
-    invisible parts' openers (tokens.OPENER) against the pattern's search;
+    invisible parts' openers (tokens.OPENER) against the pattern's search, the character
+    references replaced (tokens.UNESCAPE) against html.unescape;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -36,6 +37,7 @@ import os
 import random
 import sys
 import time
+from functools import partial
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -47,6 +49,7 @@ PIECES = [
     "\U0001f600", "\U00010400", "--", "..", "''", "http://x.example.com/", "=?utf-8?b?", "&amp;",
     "<", ">", "<a href='x'>", "</p >", "HTTPS://", "fTp://", "\u017f://", ":8080", ":\u0663",
     "Subject: ", "\r\n\t", "\r\n\r\n", "<script", "<STYLE", "<!--", "\u017fcript",
+    "&", "&#", "&#x", "&#65;", "&#X1F600", "&#1114112;", "&notin", "&notit;", "&nbsp", ";",
 ]
 WORDS = ["the", "free", "money", "don't", "e-mail", "192.0.2.1", "example.com", "x" * 41, "y" * 200, "a.b-c'd"]
 BATCH = 500
@@ -72,10 +75,12 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
     the dotted words of those prefixed words; the links' hosts; the highest code point; the header block's fields; the openers;
-    the token counter and the field heads on each batch's words."""
+    the character references replaced; the token counter and the field heads on each batch's words."""
+    import html
+
     from spamnb.mail import message
     from spamnb.text import tokens
-    from tests.interpreted import words
+    from tests.interpreted import outcome, words
 
     stop = tokens.stopword_set()
     bad = done = 0
@@ -102,7 +107,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             fields = message.FIELDS(text) == message.header_fields(text)
             at = rng.randrange(len(text) + 1)
             opener = tokens.OPENER(text, at) == tokens.invisible_opener(text, at)
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not fields or not opener:
+            unescaped = outcome(partial(tokens.unescape, text)) == outcome(partial(html.unescape, text))
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not fields or not opener or not unescaped:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

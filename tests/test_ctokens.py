@@ -7,6 +7,7 @@ comparison on far more inputs under AddressSanitizer (bench/fuzz_ctokens.py)."""
 from __future__ import annotations
 
 import base64
+import html
 import itertools
 import os
 import shutil
@@ -248,6 +249,42 @@ def test_openers_take_a_str_and_an_int_only() -> None:
     for bad in ((b"<script", 0), ("<script", "0"), ("<script",)):
         with pytest.raises(TypeError):
             tokens.OPENER(*bad)
+
+
+# Pages' character references: whole, cut short, run together, with names of html5's that are
+# heads of others, numbers in either base of every size (past 0x10FFFF, surrogates, those html
+# replaces), and the characters a name may not hold.
+REFERENCE_PIECES = ["&", "#", "x", "X", ";", "amp", "amp;", "lt", "notin", "not", "nbsp;", "AElig", "eacute;", "copy", "zz", "&#", "&#x", "65", "0", "x41", "X1f600", "d800", "110000", "9" * 12, "0" * 9 + "65", "128", "150", "65279", "fdd0", "\t", "\n", "\x0c", " ", "<", "\r", "\x0b", "\u00e9", "\u4e2d", "\U0001f600", "\udcff", "a" * 33]
+PAGE = st.one_of(TEXT, st.lists(st.sampled_from(REFERENCE_PIECES), max_size=40).map("".join))
+
+
+@needs_scanner
+@settings(max_examples=2000, deadline=None)
+@given(PAGE)
+@example("&amp; &lt;&gt &notit; &notin &#65;&#x41;&#X41 &#;&#x; &#0; &#128; &#55296; &#1114112; &#xffffffffff; &#65279;")
+@example("&" + "a" * 40 + ";&abcdefghijklmnopqrstuvwxyzabcdef;&ampxyz&AEligz")
+def test_character_references_are_replaced_as_html_unescape_replaces_them(text: str) -> None:
+    """tokens.UNESCAPE (C) against html.unescape."""
+    assert tokens.unescape(text) == html.unescape(text)
+
+
+@needs_scanner
+def test_a_decimal_reference_too_long_for_int_fails_as_html_unescape_does() -> None:
+    text = "a &#" + "1" * 5000 + "; b"
+    with pytest.raises(ValueError) as pure:
+        html.unescape(text)
+    with pytest.raises(ValueError) as compiled:
+        tokens.unescape(text)
+    assert str(compiled.value) == str(pure.value)
+    assert tokens.unescape("&#x" + "f" * 5000 + ";") == html.unescape("&#x" + "f" * 5000 + ";") == "\ufffd"
+
+
+@needs_scanner
+def test_character_references_take_a_str_and_html_s_tables_only() -> None:
+    tables = (html._html5, html._invalid_charrefs, html._invalid_codepoints)
+    for bad in ((b"&amp;", *tables), ("&amp;", *tables[:2]), ("&amp;", tables[0], tables[1], list(tables[2])), ("&amp;", list(tables[0]), *tables[1:])):
+        with pytest.raises(TypeError):
+            tokens.UNESCAPE(*bad)
 
 
 # Header blocks' pieces: names, colons, blanks, every line end, an envelope line, 8-bit bytes as

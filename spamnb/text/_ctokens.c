@@ -2,14 +2,15 @@
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
  * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
  * tokens.url_hosts finds them, a text's highest code point, the openers of a page's scripts,
- * styles and comments, as tokens.invisible_opener finds them, a header block's fields, as
+ * styles and comments, as tokens.invisible_opener finds them, a page's character references
+ * replaced, as html.unescape replaces them, a header block's fields, as
  * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
  * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted).
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
- * tags, links, openers or header fields, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
+ * tags, links, openers, character references or header fields, or numbers a chunk's tokens.  It must give exactly the pure path's tokens (and
  * counts): tests/test_ctokens.py, tests/test_nb.py and `make fuzz` compare them.
  *
  * A word is a run of letters (str.isalnum(), the regex class [^\W_]) joined by single inner
@@ -704,6 +705,202 @@ opener(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(unescaped_doc,
+"unescaped(text, entities, invalid_charrefs, invalid_codepoints) -> str\n\n"
+"html.unescape(text), given its tables: `entities` html.entities.html5 (a dict), and what it\n"
+"makes of numeric references, html._invalid_charrefs (a dict) and html._invalid_codepoints (a set).");
+
+/* A character of a reference's name, as html's pattern `[^\t\n\f <&#;]` takes it. */
+static inline int
+in_reference_name(Py_UCS4 ch)
+{
+    return !(ch == '\t' || ch == '\n' || ch == '\f' || ch == ' ' || ch == '<' || ch == '&' || ch == '#' || ch == ';');
+}
+
+static inline int
+digit_value(Py_UCS4 ch, int base)
+{
+    if (ch >= '0' && ch <= '9')
+        return (int)(ch - '0');
+    if (base == 16 && ch >= 'a' && ch <= 'f')
+        return (int)(ch - 'a' + 10);
+    if (base == 16 && ch >= 'A' && ch <= 'F')
+        return (int)(ch - 'A' + 10);
+    return -1;
+}
+
+/* int(text[start:end], base) of a run of digits: a short one read here, a longer one by int()'s
+ * own conversion (which refuses a decimal run past sys.get_int_max_str_digits(), as html's does). */
+static PyObject *
+number_of(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize_t end, int base)
+{
+    if (end - start <= 7) {
+        long value = 0;
+        for (Py_ssize_t i = start; i < end; i++)
+            value = value * base + digit_value(PyUnicode_READ(kind, data, i), base);
+        return PyLong_FromLong(value);
+    }
+    PyObject *digits = PyUnicode_Substring(text, start, end);
+    if (digits == NULL)
+        return NULL;
+    PyObject *number = PyLong_FromUnicodeObject(digits, base);
+    Py_DECREF(digits);
+    return number;
+}
+
+/* What html's _replace_charref makes of a numeric reference to `number`. */
+static PyObject *
+numeric_replacement(PyObject *number, PyObject *invalid_charrefs, PyObject *invalid_codepoints)
+{
+    PyObject *found = PyDict_GetItemWithError(invalid_charrefs, number);
+    if (found != NULL)
+        return Py_NewRef(found);
+    if (PyErr_Occurred())
+        return NULL;
+    int overflow;
+    long value = PyLong_AsLongAndOverflow(number, &overflow);
+    if (value == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF))
+        return PyUnicode_FromOrdinal(0xFFFD);
+    int invalid = PySet_Contains(invalid_codepoints, number);
+    if (invalid < 0)
+        return NULL;
+    return invalid ? PyUnicode_New(0, 0) : PyUnicode_FromOrdinal((int)value);
+}
+
+/* What html's _replace_charref makes of a named reference (`name`: what follows the `&`, its
+ * `;` included): the entity, else that of its longest head of two characters or more that is
+ * one and the rest after it, else the reference as it stands. */
+static PyObject *
+named_replacement(PyObject *name, PyObject *entities)
+{
+    PyObject *found = PyDict_GetItemWithError(entities, name);
+    if (found != NULL)
+        return Py_NewRef(found);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    for (Py_ssize_t x = n - 1; x > 1; x--) {
+        PyObject *head = PyUnicode_Substring(name, 0, x);
+        if (head == NULL)
+            return NULL;
+        found = PyDict_GetItemWithError(entities, head);
+        Py_DECREF(head);
+        if (found != NULL) {
+            PyObject *rest = PyUnicode_Substring(name, x, n);
+            if (rest == NULL)
+                return NULL;
+            PyObject *out = PyUnicode_Concat(found, rest);
+            Py_DECREF(rest);
+            return out;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *amp = PyUnicode_FromOrdinal('&');
+    if (amp == NULL)
+        return NULL;
+    PyObject *out = PyUnicode_Concat(amp, name);
+    Py_DECREF(amp);
+    return out;
+}
+
+/* Where a reference matched at the `&` at `amp` ends, its replacement made at *made (NULL on
+ * error); -1 where none matches there.  html's pattern: `&` then `#[0-9]+;?`, `#[xX][0-9a-fA-F]+;?`
+ * or `[^\t\n\f <&#;]{1,32};?`, the first alternative that matches. */
+static Py_ssize_t
+reference_at(PyObject *text, int kind, const void *data, Py_ssize_t n, Py_ssize_t amp, PyObject *const *tables, PyObject **made)
+{
+    Py_ssize_t at = amp + 1, end;
+    if (at < n && PyUnicode_READ(kind, data, at) == '#') {
+        int base = 0;
+        at++;
+        if (at < n && digit_value(PyUnicode_READ(kind, data, at), 10) >= 0)
+            base = 10;
+        else if (at + 1 < n && (PyUnicode_READ(kind, data, at) | 0x20) == 'x' && digit_value(PyUnicode_READ(kind, data, at + 1), 16) >= 0) {
+            base = 16;
+            at++;
+        }
+        if (base == 0)
+            return -1; /* the third alternative takes no `#` */
+        for (end = at; end < n && digit_value(PyUnicode_READ(kind, data, end), base) >= 0;)
+            end++;
+        PyObject *number = number_of(text, kind, data, at, end, base);
+        *made = number == NULL ? NULL : numeric_replacement(number, tables[1], tables[2]);
+        Py_XDECREF(number);
+    }
+    else {
+        for (end = at; end < n && end - at < 32 && in_reference_name(PyUnicode_READ(kind, data, end));)
+            end++;
+        if (end == at)
+            return -1;
+        if (end < n && PyUnicode_READ(kind, data, end) == ';')
+            end++;
+        PyObject *name = PyUnicode_Substring(text, at, end);
+        *made = name == NULL ? NULL : named_replacement(name, tables[0]);
+        Py_XDECREF(name);
+        return end;
+    }
+    return end < n && PyUnicode_READ(kind, data, end) == ';' ? end + 1 : end;
+}
+
+/* Each `&` found (by memchr in one-byte text) and the pattern tried there, as its sub() tries
+ * it, the pieces between the replaced references joined at the end. */
+static PyObject *
+unescaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2]) || !PyAnySet_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "unescaped() takes a str, two dicts and a set");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!readable_str(text, "unescaped() takes a str"))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), last = 0, i = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *pieces = NULL, *made;
+    for (; i < n; i++) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *amp = memchr((const Py_UCS1 *)data + i, '&', (size_t)(n - i));
+            if (amp == NULL)
+                break;
+            i = amp - (const Py_UCS1 *)data;
+        }
+        else if (PyUnicode_READ(kind, data, i) != '&')
+            continue;
+        Py_ssize_t end = reference_at(text, kind, data, n, i, args + 1, &made);
+        if (end < 0)
+            continue;
+        if (made == NULL)
+            goto fail;
+        if (pieces == NULL && (pieces = PyList_New(0)) == NULL)
+            goto fail;
+        if (i > last && append_new(pieces, PyUnicode_Substring(text, last, i)) < 0) {
+            Py_DECREF(made);
+            goto fail;
+        }
+        if (append_new(pieces, made) < 0)
+            goto fail;
+        last = end;
+        i = end - 1;
+    }
+    if (pieces == NULL)
+        return Py_NewRef(text);
+    if (last < n && append_new(pieces, PyUnicode_Substring(text, last, n)) < 0)
+        goto fail;
+    PyObject *empty = PyUnicode_New(0, 0);
+    PyObject *out = empty == NULL ? NULL : PyUnicode_Join(empty, pieces);
+    Py_XDECREF(empty);
+    Py_DECREF(pieces);
+    return out;
+
+fail:
+    Py_XDECREF(pieces);
+    return NULL;
+}
+
 PyDoc_STRVAR(fields_doc,
 "fields(text) -> (list[tuple[str, str]], str, str)\n\n"
 "The header block at the start of `text` (a str) as spamnb.mail.message.header_fields cuts it:\n"
@@ -1329,6 +1526,7 @@ static PyMethodDef methods[] = {
     {"highest", highest, METH_O, highest_doc},
     {"fields", fields, METH_O, fields_doc},
     {"opener", (PyCFunction)(void (*)(void))opener, METH_FASTCALL, opener_doc},
+    {"unescaped", (PyCFunction)(void (*)(void))unescaped, METH_FASTCALL, unescaped_doc},
     {"indexed", indexed, METH_VARARGS, indexed_doc},
     {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
@@ -1337,7 +1535,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, character references, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

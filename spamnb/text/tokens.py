@@ -244,12 +244,30 @@ def strip_invisible(markup: str) -> str:
     return "".join(out)
 
 
+# html.unescape in C, where it was built: the regex engine's sub called a Python function for
+# each character reference; the C finds each `&` by memchr and looks the names up in html's own tables.
+UNESCAPE = compiled.scanner_function("unescaped")
+
+
+@cache
+def html_module() -> Any:
+    import html  # only HTML mail needs it: off the start-up of the one-message pipe
+
+    return html
+
+
+def unescape(text: str) -> str:
+    """html.unescape(text), by UNESCAPE where it was built."""
+    html = html_module()
+    if UNESCAPE is None:
+        return html.unescape(text)
+    return UNESCAPE(text, html._html5, html._invalid_charrefs, html._invalid_codepoints)
+
+
 def html_to_text(markup: str) -> str:
     text = strip_invisible(markup)
     text = TAG.sub(" ", text) if CUT_TAGS is None else CUT_TAGS(text)
-    import html  # only HTML mail needs it: off the start-up of the one-message pipe
-
-    return html.unescape(text)
+    return unescape(text)
 
 
 # Header tokens are remembered by (name, value): 53% of the header fields of the
