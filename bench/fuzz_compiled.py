@@ -14,7 +14,8 @@ is compared with what their Python source makes of it in a process of its own
     the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
-    the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the
+    the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the text
+    lowered (tokens.LOWERED) against str.lower, the
     header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
     invisible parts' openers (tokens.OPENER) against the pattern's search, the character
     references replaced (tokens.UNESCAPE) against html.unescape;
@@ -74,7 +75,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
-    the dotted words of those prefixed words; the links' hosts; the highest code point; the header block's fields; the openers;
+    the dotted words of those prefixed words; the links' hosts; the highest code point; the text lowered; the header block's fields; the openers;
     the character references replaced; the token counter and the field heads on each batch's words."""
     import html
 
@@ -104,11 +105,12 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             dotted = tokens.DOTTED_WORDS(text, prefixed) == tokens.dotted_words(text, prefixed)
             links = tokens.LINKS(text) == [m.group(1) for m in tokens.URL.finditer(text)]
             highest = tokens.HIGHEST(text) == max(map(ord, text), default=0)
+            lowered = tokens.LOWERED(text) == text.lower()
             fields = message.FIELDS(text) == message.header_fields(text)
             at = rng.randrange(len(text) + 1)
             opener = tokens.OPENER(text, at) == tokens.invisible_opener(text, at)
             unescaped = outcome(partial(tokens.unescape, text)) == outcome(partial(html.unescape, text))
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not fields or not opener or not unescaped:
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not lowered or not fields or not opener or not unescaped:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

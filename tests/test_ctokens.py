@@ -209,6 +209,31 @@ def test_highest_is_the_highest_code_point(text: str) -> None:
         tokens.HIGHEST(text.encode("utf-8", "surrogatepass"))
 
 
+@needs_scanner
+def test_lowering_is_str_lower_for_every_code_point() -> None:
+    """Each character alone, and all but the two str.lower is left with in one text (the C's own loop)."""
+    every = [chr(c) for c in range(0x110000)]
+    assert [tokens.LOWERED(c) for c in every] == [c.lower() for c in every]
+    text = "".join(c for c in every if c not in "\u0130\u03a3")
+    assert tokens.LOWERED(text) == text.lower()
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(TEXT)
+@example("ΣΑΣ \u03c3 İstanbul Straße ǅemal \U00010400")
+@example("\u0178\u00c0")  # two bytes a character, lowered all Latin-1: the str made is of one
+def test_a_lowered_text_is_str_lower(text: str) -> None:
+    assert tokens.LOWERED(text) == text.lower()
+
+
+@needs_scanner
+def test_lowering_takes_a_str_only() -> None:
+    for bad in (b"A", None):
+        with pytest.raises(TypeError):
+            tokens.LOWERED(bad)
+
+
 # Pages' pieces: the openers in either case and with the characters that Unicode's case-blind
 # letters (not the pattern's) would take for theirs (the long s, the dotted and dotless I),
 # what may follow a name.

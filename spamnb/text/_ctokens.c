@@ -1,7 +1,7 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
  * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
- * tokens.url_hosts finds them, a text's highest code point, the openers of a page's scripts,
+ * tokens.url_hosts finds them, a text's highest code point, a text lowered, the openers of a page's scripts,
  * styles and comments, as tokens.invisible_opener finds them, a page's character references
  * replaced, as html.unescape replaces them, a header block's fields, as
  * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
@@ -639,6 +639,56 @@ highest(PyObject *module, PyObject *text)
     else
         HIGHEST(Py_UCS4)
     return PyLong_FromUnsignedLong(top);
+}
+
+PyDoc_STRVAR(lowered_doc,
+"lowered(text) -> str\n\n"
+"text.lower() (`text` a str): each character's lowercase, one character for every character but\n"
+"U+0130 (two) and the capital sigma (which hangs on its neighbours), a text holding either of\n"
+"which is lowered by str.lower itself.");
+
+/* Each character's lowercase into `out`; 0 where one is U+0130 or the capital sigma. */
+#define LOWERED(TYPE)                                                  \
+    for (Py_ssize_t i = 0; i < n; i++) {                               \
+        Py_UCS4 ch = ((const TYPE *)data)[i];                          \
+        if (ch < 256)                                                  \
+            out[i] = latin1_lower[ch];                                 \
+        else if (ch == 0x130 || ch == 0x3A3)                           \
+            return 0;                                                  \
+        else                                                           \
+            out[i] = Py_UNICODE_TOLOWER(ch);                           \
+    }                                                                  \
+    return 1;
+
+static int
+lowered_into(Py_UCS4 *out, int kind, const void *data, Py_ssize_t n)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {
+        LOWERED(Py_UCS1)
+    }
+    if (kind == PyUnicode_2BYTE_KIND) {
+        LOWERED(Py_UCS2)
+    }
+    LOWERED(Py_UCS4)
+}
+
+/* str.lower makes a buffer of three characters for each, and finds each one's lowercase by
+ * a call that may give several; the lowercase of a character is one character but for the
+ * two whose text goes to str.lower here (tests/test_ctokens.py tries every code point). */
+static PyObject *
+lowered(PyObject *module, PyObject *text)
+{
+    if (!readable_str(text, "lowered() takes a str"))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS4 *out = PyMem_New(Py_UCS4, n > 0 ? n : 1);
+    if (out == NULL)
+        return PyErr_NoMemory();
+    PyObject *made = lowered_into(out, PyUnicode_KIND(text), PyUnicode_DATA(text), n)
+                         ? PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n)
+                         : PyObject_CallMethod(text, "lower", NULL);
+    PyMem_Free(out);
+    return made;
 }
 
 PyDoc_STRVAR(opener_doc,
@@ -1524,6 +1574,7 @@ static PyMethodDef methods[] = {
     {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
     {"links", links, METH_O, links_doc},
     {"highest", highest, METH_O, highest_doc},
+    {"lowered", lowered, METH_O, lowered_doc},
     {"fields", fields, METH_O, fields_doc},
     {"opener", (PyCFunction)(void (*)(void))opener, METH_FASTCALL, opener_doc},
     {"unescaped", (PyCFunction)(void (*)(void))unescaped, METH_FASTCALL, unescaped_doc},
@@ -1535,7 +1586,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, character references, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -187,6 +187,9 @@ CJK_FIRST = 0x3040
 # max(map(ord, text), default=0) in C, for compiled_words: cp1252's encoding, the test it
 # replaces, took a charmap look-up per character.
 HIGHEST = compiled.scanner_function("highest")
+# str.lower in C, for compiled_words: str.lower finds each character's lowercase by a call that
+# may give several, into a buffer of three characters for each.
+LOWERED = compiled.scanner_function("lowered")
 # A tag may not hold `<`: with `<[^>]*>` a megabyte of unclosed `<` took quadratic time.
 TAG = Lazy(r"<[^<>]*>")
 # Openers and closers of the parts of a page nobody sees (see `strip_invisible`).  A tag's
@@ -375,7 +378,7 @@ class Tokenizer:
         if text.isascii() or encodes(text, "latin-1"):
             return self._scan(text, lo, hi, stop, prefix, lower)
         if lower:
-            text = text.lower()
+            text = LOWERED(text)
         # CJK letters are from CJK_FIRST up: a text with no character as high (most of the rest
         # of mail: typographic quotes and dashes, Greek, Cyrillic; told by a loop in C, built with
         # the scanner) holds none and needs no search, a pass of the regex engine over the whole text.
