@@ -718,6 +718,20 @@ name_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t at, const char *nam
     return !(Py_UNICODE_ISALNUM(next) || next == '_');
 }
 
+/* Where the next `ch` at or after `from` is in a text (by memchr in a one-byte one), -1 where none is. */
+static Py_ssize_t
+next_char(int kind, const void *data, Py_ssize_t n, Py_ssize_t from, Py_UCS1 ch)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *at = from < n ? memchr((const Py_UCS1 *)data + from, ch, (size_t)(n - from)) : NULL;
+        return at == NULL ? -1 : at - (const Py_UCS1 *)data;
+    }
+    for (; from < n; from++)
+        if (PyUnicode_READ(kind, data, from) == ch)
+            return from;
+    return -1;
+}
+
 /* Each `<` from `start` on is tried as the pattern tries it: `<script`, then `<style`, each
  * ending a word, then `<!--`. */
 static PyObject *
@@ -736,15 +750,7 @@ opener(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    for (i = i < 0 ? 0 : i; i < n; i++) {
-        if (kind == PyUnicode_1BYTE_KIND) {
-            const Py_UCS1 *lt = memchr((const Py_UCS1 *)data + i, '<', (size_t)(n - i));
-            if (lt == NULL)
-                break;
-            i = lt - (const Py_UCS1 *)data;
-        }
-        else if (PyUnicode_READ(kind, data, i) != '<')
-            continue;
+    for (i = next_char(kind, data, n, i < 0 ? 0 : i, '<'); i >= 0; i = next_char(kind, data, n, i + 1, '<')) {
         Py_ssize_t end = name_at(kind, data, n, i + 1, "script") ? i + 7
                          : name_at(kind, data, n, i + 1, "style")  ? i + 6
                          : i + 3 < n && PyUnicode_READ(kind, data, i + 1) == '!' && PyUnicode_READ(kind, data, i + 2) == '-' && PyUnicode_READ(kind, data, i + 3) == '-' ? i + 4
@@ -791,10 +797,8 @@ number_of(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize
         return PyLong_FromLong(value);
     }
     PyObject *digits = PyUnicode_Substring(text, start, end);
-    if (digits == NULL)
-        return NULL;
-    PyObject *number = PyLong_FromUnicodeObject(digits, base);
-    Py_DECREF(digits);
+    PyObject *number = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, base);
+    Py_XDECREF(digits);
     return number;
 }
 
@@ -839,10 +843,8 @@ named_replacement(PyObject *name, PyObject *entities)
         Py_DECREF(head);
         if (found != NULL) {
             PyObject *rest = PyUnicode_Substring(name, x, n);
-            if (rest == NULL)
-                return NULL;
-            PyObject *out = PyUnicode_Concat(found, rest);
-            Py_DECREF(rest);
+            PyObject *out = rest == NULL ? NULL : PyUnicode_Concat(found, rest);
+            Py_XDECREF(rest);
             return out;
         }
         if (PyErr_Occurred())
@@ -911,15 +913,7 @@ unescaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     PyObject *pieces = NULL, *made;
-    for (; i < n; i++) {
-        if (kind == PyUnicode_1BYTE_KIND) {
-            const Py_UCS1 *amp = memchr((const Py_UCS1 *)data + i, '&', (size_t)(n - i));
-            if (amp == NULL)
-                break;
-            i = amp - (const Py_UCS1 *)data;
-        }
-        else if (PyUnicode_READ(kind, data, i) != '&')
-            continue;
+    for (i = next_char(kind, data, n, 0, '&'); i >= 0; i = next_char(kind, data, n, i + 1, '&')) {
         Py_ssize_t end = reference_at(text, kind, data, n, i, args + 1, &made);
         if (end < 0)
             continue;
