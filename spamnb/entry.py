@@ -49,8 +49,8 @@ def console() -> None:
     """The console script: `main`, and after a command that ran to its end having closed what
     it opened (`commands.Finished`), the interpreter's exit without its teardown: what the
     exit does first is done here (the main thread's end, the other threads joined, atexit's
-    functions run, stdout and stderr flushed), then `os._exit`.  Freeing every object of the run and of each module
-    one by one is all that is skipped."""
+    functions run, stdout and stderr flushed), then `os._exit`.  Freeing every object of the
+    run and of each module one by one is all that is skipped."""
     try:
         main()
     except SystemExit as done:

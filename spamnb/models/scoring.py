@@ -151,4 +151,3 @@ def check_cutoffs(spam: float, ham: float) -> None:
     """The one check of a pair of cut-offs, wherever they come from."""
     if not 0.0 <= ham <= spam <= 1.0:
         raise CutoffError(f"the ham cut-off ({ham:g}) must be at or below the spam cut-off ({spam:g}), both between 0 and 1")
-
