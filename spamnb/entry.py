@@ -11,6 +11,7 @@ failure to import the filter itself.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 HELP = ("-h", "--help", "--version")
@@ -25,6 +26,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(pipe_main(args))
         except KeyboardInterrupt:  # before the filter's own handlers are in place: not a verdict
             sys.exit(pass_through("spamnb: interrupted before the filter started; message passed through unchanged"))
+    # numpy's OpenBLAS starts a thread per core at import, for products spamnb never makes
+    # large enough to share; the user's own setting stands.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         if "train" in args and not any(a in HELP for a in args):
             from spamnb.pipe import learnone  # one message into the journal; None: the command line's work
