@@ -45,6 +45,38 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERRUPTED)
 
 
+def console() -> None:
+    """The console script: `main`, and after a command that ran to its end having closed what
+    it opened (`commands.Finished`), the interpreter's exit without its teardown: what the
+    exit does first is done here (the main thread's end, the other threads joined, atexit's
+    functions run, stdout and stderr flushed), then `os._exit`.  Freeing every object of the
+    run and of each module one by one is all that is skipped."""
+    try:
+        main()
+    except SystemExit as done:
+        commands = sys.modules.get("spamnb.cli.commands")
+        if commands is None or not isinstance(done, commands.Finished):
+            raise
+        leave(done.code)
+
+
+def leave(status: int) -> None:
+    import atexit
+    import os
+    import threading
+
+    # What the interpreter's exit calls first: the main thread ends, the other threads are joined.
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        sys.exit(status)  # the interpreter's own exit then says what it says of the stream
+    os._exit(status)
+
+
 def pipe_main(args: list[str]) -> int:
     if sys.stdin is None or sys.stdout is None:  # started with fd 0 or 1 closed: no mail to pass on
         if sys.stderr is not None:

@@ -12,7 +12,7 @@ import bisect
 import itertools
 import operator
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -328,6 +328,13 @@ class Rows(NamedTuple):
         at = np.cumsum(picked) - picked  # where each picked message starts in the result
         entries = np.arange(int(picked.sum()), dtype=np.int64) + np.repeat(starts[which] - at, picked)
         return Rows(self.cols[entries], self.counts[entries], picked, None if self.fields is None else self.fields[entries])
+
+    def pieces(self, size: int) -> Iterator[Rows]:
+        """The messages `size` at a time, in order (views of these arrays)."""
+        ends = np.concatenate(([0], np.cumsum(self.lengths)))
+        for at in range(0, len(self.lengths), size):
+            a, b = ends[at], ends[min(at + size, len(self.lengths))]
+            yield Rows(self.cols[a:b], self.counts[a:b], self.lengths[at : at + size], None if self.fields is None else self.fields[a:b])
 
     def keep(self, entries: np.ndarray) -> Rows:
         """Every message, with only the entries where the boolean `entries` is true."""
