@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb.bayes import vocabulary
-from spamnb.mail import message
+from spamnb.mail import headers, message
 from spamnb.text import tokens
 from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
@@ -262,6 +262,35 @@ def test_header_fields_take_a_str_only() -> None:
     for bad in (b"A: b\n", None):
         with pytest.raises(TypeError):
             message.FIELDS(bad)
+
+
+# Header blocks as bytes, for the fields' removal: the transport names in every case, one cut
+# short, one run on, blanks and colons, every line end, continuation lines, 8-bit bytes.
+CUT_PIECES = [*headers.TRANSPORT_NAMES, b"RECEIVED", b"Return-Path", b"X-Original-TO", b"receive", b"receivedx", b"x-original", b"Subject",
+              b":", b" ", b"\t", b"\r", b"\n", b"\r\n", b"\n ", b"\n\t", b"\n\n", b"v", b"\xff", b"\x00", b"-"]
+CUT_BLOCK = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(CUT_PIECES), max_size=40).map(b"".join))
+# Names given to the C: the transport fields', one that is a prefix of another, any bytes.
+CUT_NAMES = st.one_of(st.just(headers.TRANSPORT_NAMES), st.lists(st.one_of(st.sampled_from(CUT_PIECES[:9]), st.binary(max_size=4)), min_size=1, max_size=5).map(tuple))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(CUT_BLOCK, CUT_NAMES)
+@example(b"Received: a\r\n\tb\r\nX: y\nreturn-PATH \t: z\n\n w\nDelivered-To:", headers.TRANSPORT_NAMES)
+@example(b"x-original-to\t:\nX-Original :\n", (b"x-original", b"x-original-to"))
+@example(b":a\n :b\n", (b"",))
+def test_fields_are_removed_as_the_pattern_removes_them(head: bytes, names: tuple[bytes, ...]) -> None:
+    """headers.WITHOUT_FIELDS (C) against the pattern it stands for, field_lines(names).sub."""
+    assert headers.WITHOUT_FIELDS(head, names) == headers.field_lines(names).sub(b"", head)
+
+
+@needs_scanner
+def test_the_fields_removal_takes_bytes_and_names() -> None:
+    for bad in (("Received: a\n", (b"received",)), (b"Received: a\n", [b"received"]), (b"Received: a\n", ("received",)), (b"a",)):
+        with pytest.raises(TypeError):
+            headers.WITHOUT_FIELDS(*bad)
+    with pytest.raises(ValueError):
+        headers.WITHOUT_FIELDS(b"Received: a\n", ())
 
 
 def test_no_character_below_cjk_first_is_cjk() -> None:
