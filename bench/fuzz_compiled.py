@@ -17,7 +17,8 @@ is compared with what their Python source makes of it in a process of its own
     the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the
     header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
     invisible parts' openers (tokens.OPENER) against the pattern's search, the fields' removal
-    (headers.WITHOUT_FIELDS) on the text's UTF-8 bytes against the pattern's sub (field_lines);
+    (headers.WITHOUT_FIELDS) on the text's UTF-8 bytes against the pattern's sub (field_lines),
+    the marked lines of an mbox (sources.MARKED) on those bytes against the pattern's finditer;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -48,7 +49,7 @@ PIECES = [
     "\U0001f600", "\U00010400", "--", "..", "''", "http://x.example.com/", "=?utf-8?b?", "&amp;",
     "<", ">", "<a href='x'>", "</p >", "HTTPS://", "fTp://", "\u017f://", ":8080", ":\u0663",
     "Subject: ", "\r\n\t", "\r\n\r\n", "<script", "<STYLE", "<!--", "\u017fcript",
-    "\nReceived: ", "\nreturn-PATH\t:", "Delivered-To:", "\n ", "x-original-to",
+    "\nReceived: ", "\nreturn-PATH\t:", "Delivered-To:", "\n ", "x-original-to", "\nFrom ", ">>From ", "From",
 ]
 # The names whose fields headers.WITHOUT_FIELDS removes: the transport fields', a prefix of another, a blank.
 CUT_NAMES = [(b"received", b"delivered-to", b"return-path", b"x-original-to"), (b"x-original", b"x-original-to"), (b"subject",), (b"",)]
@@ -76,8 +77,8 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
     the dotted words of those prefixed words; the links' hosts; the highest code point; the header block's fields; the openers;
-    the fields' removal; the token counter and the field heads on each batch's words."""
-    from spamnb.mail import headers, message
+    the fields' removal; the marked lines; the token counter and the field heads on each batch's words."""
+    from spamnb.mail import headers, message, sources
     from spamnb.text import tokens
     from tests.interpreted import words
 
@@ -108,7 +109,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             opener = tokens.OPENER(text, at) == tokens.invisible_opener(text, at)
             raw, names = text.encode("utf-8", "surrogatepass"), rng.choice(CUT_NAMES)
             removed = headers.WITHOUT_FIELDS(raw, names) == headers.field_lines(names).sub(b"", raw)
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not fields or not opener or not removed:
+            marked = sources.MARKED(raw) == [m.start() for m in sources.MARKED_LINE.finditer(raw)]
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not fields or not opener or not removed or not marked:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1
@@ -227,7 +229,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path[:0] = [os.path.abspath(args.build), REPO]
     from spamnb import compiled
-    from spamnb.mail import headers, message
+    from spamnb.mail import headers, message, sources
     from spamnb.mail.sources import Message, read_index
     from spamnb.models import calibration
     from spamnb.text import tokens
@@ -237,7 +239,7 @@ def main() -> int:
     built = [m.__name__ for m in (tokens, message, headers, calibration) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or headers.WITHOUT_FIELDS is None:
+    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or headers.WITHOUT_FIELDS is None or sources.MARKED is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

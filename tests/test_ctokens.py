@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb.bayes import vocabulary
-from spamnb.mail import headers, message
+from spamnb.mail import headers, message, sources
 from spamnb.text import tokens
 from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
@@ -291,6 +291,28 @@ def test_the_fields_removal_takes_bytes_and_names() -> None:
             headers.WITHOUT_FIELDS(*bad)
     with pytest.raises(ValueError):
         headers.WITHOUT_FIELDS(b"Received: a\n", ())
+
+
+# Messages' lines as an mbox reader meets them: envelope lines, escaped ones, `From` cut short.
+MARKED_PIECES = [b"From ", b"From", b"rom ", b"F", b">", b">>", b"\n", b"\r\n", b"\r", b" ", b"x", b"\xff", b"\nFrom x 10:00\n"]
+MARKED_BLOCK = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(MARKED_PIECES), max_size=40).map(b"".join))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(MARKED_BLOCK)
+@example(b"From a\n>From b\n>>From c\n x>From d\nFrom")
+@example(b">>>From From >From ")
+def test_marked_lines_are_the_patterns(block: bytes) -> None:
+    """sources.MARKED (C) against the starts of MARKED_LINE's matches."""
+    assert sources.MARKED(block) == [m.start() for m in sources.MARKED_LINE.finditer(block)]
+
+
+@needs_scanner
+def test_marked_lines_take_bytes_only() -> None:
+    for bad in ("From a\n", bytearray(b"From a\n"), None):
+        with pytest.raises(TypeError):
+            sources.MARKED(bad)
 
 
 def test_no_character_below_cjk_first_is_cjk() -> None:

@@ -5,8 +5,9 @@
  * styles and comments, as tokens.invisible_opener finds them, a header block's fields, as
  * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
  * spamnb.bayes.vocabulary.local_rows counts them, tokens' columns looked up (in a dict,
- * or in a hash table of a model's token blob as the chunk is counted), and named fields taken
- * out of a header block's bytes, as spamnb.mail.headers.field_lines(names).sub removes them.
+ * or in a hash table of a model's token blob as the chunk is counted), named fields taken
+ * out of a header block's bytes, as spamnb.mail.headers.field_lines(names).sub removes them,
+ * and the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -1351,6 +1352,50 @@ without_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+PyDoc_STRVAR(marked_lines_doc,
+"marked_lines(block) -> list[int]\n\n"
+"Where each line of `block` (bytes) that starts with `>*From ` starts, in order: the starts of\n"
+"spamnb.mail.sources.MARKED_LINE's matches, as its finditer finds them.");
+
+/* The pattern's multi-line `^` has no fast skip: the regex engine tries it at every byte of a
+ * message.  Here each `F` is found by memchr, and a `From ` there is marked when only `>`s
+ * stand between it and the start of its line. */
+static PyObject *
+marked_lines(PyObject *module, PyObject *block)
+{
+    if (!PyBytes_Check(block)) {
+        PyErr_SetString(PyExc_TypeError, "marked_lines() takes bytes");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(block);
+    Py_ssize_t n = PyBytes_GET_SIZE(block), at = 0;
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    while (at <= n - 5) {
+        const char *f = memchr(s + at, 'F', (size_t)(n - 4 - at));
+        if (f == NULL)
+            break;
+        Py_ssize_t from = f - s, start = from;
+        at = from + 1;
+        if (memcmp(f, "From ", 5) != 0)
+            continue;
+        while (start > 0 && s[start - 1] == '>')
+            start--;
+        if (start > 0 && s[start - 1] != '\n')
+            continue;
+        PyObject *where = PyLong_FromSsize_t(start);
+        if (where == NULL || PyList_Append(found, where) < 0) {
+            Py_XDECREF(where);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(where);
+        at = from + 5;
+    }
+    return found;
+}
+
 static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
@@ -1364,11 +1409,12 @@ static PyMethodDef methods[] = {
     {"heads", heads, METH_O, heads_doc},
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {"without_fields", (PyCFunction)(void (*)(void))without_fields, METH_FASTCALL, without_fields_doc},
+    {"marked_lines", marked_lines, METH_O, marked_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index, look-ups and fields' removal in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index, look-ups, fields' removal and an mbox's marked lines in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
