@@ -11,7 +11,8 @@ is compared with what their Python source makes of it in a process of its own
     their words; the scanner's prefix, on the text as the tokeniser gives it to the
     scanner; the tag cutter (tokens.CUT_TAGS) against the pattern it stands for; the
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
-    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
+    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, a vocabulary's growth by
+    them (vocabulary.GROWN) against the pure path's, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
     the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the
@@ -125,7 +126,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
     and each message the same (column, count) entries; and the look-ups (vocabulary.LOOKED_UP)
-    of those tokens in a vocabulary of every other one against dict.get, and the counter with
+    of those tokens in a vocabulary of every other one against dict.get, a vocabulary's growth by
+    them (vocabulary.GROWN) against the pure path's, and the counter with
     that vocabulary's blob (vocabulary.Indexed) against both."""
     import numpy as np
 
@@ -145,6 +147,13 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
 
     vocab = vocabulary.Vocabulary(got.tokens[::2])
     looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
+    grown, pure = vocabulary.Vocabulary(got.tokens[1::3]), vocabulary.Vocabulary(got.tokens[1::3])
+    saved, vocabulary.GROWN = vocabulary.GROWN, None
+    try:
+        want_columns = pure.grow(got.tokens)
+    finally:
+        vocabulary.GROWN = saved
+    looked_up = looked_up and grown.grow(got.tokens) == want_columns and grown.tokens == pure.tokens
     blob = vocabulary.SEPARATOR.join(vocab.tokens).encode("utf-8", "surrogatepass")
     indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)))
     found = indexed.tokens == got.tokens and indexed.columns.tolist() == vocab.lookup(got.tokens) and entries(indexed.rows) == entries(got.rows)
@@ -239,7 +248,7 @@ def main() -> int:
     built = [m.__name__ for m in (tokens, message, headers, calibration) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or headers.WITHOUT_FIELDS is None or sources.MARKED is None:
+    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or vocabulary.GROWN is None or headers.WITHOUT_FIELDS is None or sources.MARKED is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

@@ -379,6 +379,29 @@ def test_look_ups_are_the_dictionarys_gets(known: list[str], queries: list[str])
 
 
 @needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), st.lists(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), max_size=4))
+def test_growth_is_the_pure_paths(known: list[str], chunks: list[list[str]]) -> None:
+    """Vocabulary.grow by vocabulary.GROWN (C) and by the pure path: the same columns, tokens and index."""
+    grown, pure = vocabulary.Vocabulary(dict.fromkeys(known)), vocabulary.Vocabulary(dict.fromkeys(known))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vocabulary, "GROWN", None)
+        want = [pure.grow(tokens) for tokens in chunks]
+    assert [grown.grow(tokens) for tokens in chunks] == want
+    assert grown.tokens == pure.tokens and grown.index == pure.index and grown.index.default_factory is None
+
+
+@needs_scanner
+def test_growth_takes_a_dict_and_lists_of_strs_only() -> None:
+    class Word(str):
+        pass
+
+    for args in (([], [], ["a"]), ({}, (), ["a"]), ({}, [], ("a",)), ({}, [], ["a", b"b"]), ({}, [], [Word("a")])):
+        with pytest.raises(TypeError):
+            vocabulary.GROWN(*args)
+
+
+@needs_scanner
 def test_look_ups_take_a_dict_and_a_list_and_survive_a_key_that_changes_them() -> None:
     for args in (([], ["a"]), ({}, ("a",))):
         with pytest.raises(TypeError):

@@ -7,7 +7,8 @@
  * spamnb.bayes.vocabulary.local_rows counts them, tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted), named fields taken
  * out of a header block's bytes, as spamnb.mail.headers.field_lines(names).sub removes them,
- * and the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them.
+ * the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them, and a
+ * vocabulary grown by a chunk's tokens, as spamnb.bayes.vocabulary.Vocabulary.grow grows it.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -1396,6 +1397,49 @@ marked_lines(PyObject *module, PyObject *block)
     return found;
 }
 
+PyDoc_STRVAR(grown_doc,
+"grown(index, known, tokens) -> list[int]\n\n"
+"Each of a list of str's column in `index` (a dict of token to column), a token not in it\n"
+"added with the next column, len(known), and appended to the list `known`: a vocabulary's growth.");
+
+/* One look-up per token, and an insertion per new one, without a call back into Python:
+ * a default factory would be called for each new token, and the tokens passed as arguments. */
+static PyObject *
+grown(PyObject *module, PyObject *args)
+{
+    PyObject *index, *known, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!O!:grown", &PyDict_Type, &index, &PyList_Type, &known, &PyList_Type, &tokens))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* Only str's own hash and comparison run: no Python code can change the lists meanwhile.
+         * A token of another type stops the growth there, the tokens before it added, as the
+         * pure path's does. */
+        PyObject *token = PyList_GET_ITEM(tokens, i), *column = NULL;
+        if (!PyUnicode_CheckExact(token)) {
+            PyErr_SetString(PyExc_TypeError, "grown() takes a list of str");
+            Py_DECREF(out);
+            return NULL;
+        }
+        column = PyDict_GetItemWithError(index, token);
+        if (column != NULL)
+            Py_INCREF(column);
+        else if (PyErr_Occurred()
+                 || (column = PyLong_FromSsize_t(PyList_GET_SIZE(known))) == NULL
+                 || PyDict_SetItem(index, token, column) < 0
+                 || PyList_Append(known, token) < 0) {
+            Py_XDECREF(column);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, column);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
@@ -1410,11 +1454,12 @@ static PyMethodDef methods[] = {
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {"without_fields", (PyCFunction)(void (*)(void))without_fields, METH_FASTCALL, without_fields_doc},
     {"marked_lines", marked_lines, METH_O, marked_lines_doc},
+    {"grown", grown, METH_VARARGS, grown_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index, look-ups, fields' removal and an mbox's marked lines in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, openers, header fields, token counter, blob index, look-ups, fields' removal, an mbox's marked lines and a vocabulary's growth in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
