@@ -11,6 +11,7 @@ failure to import the filter itself.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 HELP = ("-h", "--help", "--version")
@@ -25,6 +26,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(pipe_main(args))
         except KeyboardInterrupt:  # before the filter's own handlers are in place: not a verdict
             sys.exit(pass_through("spamnb: interrupted before the filter started; message passed through unchanged"))
+    # numpy's OpenBLAS starts a thread per core at import, for products spamnb never makes
+    # large enough to share; the user's own setting stands.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         if "train" in args and not any(a in HELP for a in args):
             from spamnb.pipe import learnone  # one message into the journal; None: the command line's work
@@ -39,6 +43,38 @@ def main(argv: list[str] | None = None) -> None:
         # Ctrl-C before click runs (while importing) or after: the shell's 128 + SIGINT, no traceback.
         print("spamnb: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def console() -> None:
+    """The console script: `main`, and after a command that ran to its end having closed what
+    it opened (`commands.Finished`), the interpreter's exit without its teardown: what the
+    exit does first is done here (the main thread's end, the other threads joined, atexit's
+    functions run, stdout and stderr flushed), then `os._exit`.  Freeing every object of the
+    run and of each module one by one is all that is skipped."""
+    try:
+        main()
+    except SystemExit as done:
+        commands = sys.modules.get("spamnb.cli.commands")
+        if commands is None or not isinstance(done, commands.Finished):
+            raise
+        leave(done.code)
+
+
+def leave(status: int) -> None:
+    import atexit
+    import os
+    import threading
+
+    # What the interpreter's exit calls first: the main thread ends, the other threads are joined.
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        sys.exit(status)  # the interpreter's own exit then says what it says of the stream
+    os._exit(status)
 
 
 def pipe_main(args: list[str]) -> int:

@@ -3,9 +3,9 @@
 `observe` runs one message through everything spamnb.compiled.COMPILED does to mail: the
 tokeniser (tokens and numeric features, under several settings, so the MIME reader
 too) and the header rules (unstamped, digest, stamp); `calibrated` fits Platt's curve
-and the ham-loss floor on scores.  `Interpreted` runs the same in a process of its own
-with SPAMNB_PURE=1: their Python source, and the pure word path.  tests/test_compiled.py
-and `make fuzz` (bench/fuzz_compiled.py) compare the two.
+and the ham-loss floor on scores, and takes each score's P.  `Interpreted` runs the same
+in a process of its own with SPAMNB_PURE=1: their Python source, and the pure word path.
+tests/test_compiled.py and `make fuzz` (bench/fuzz_compiled.py) compare the two.
 
     python -m tests.interpreted     # the reference process: pickled requests on stdin
 """
@@ -71,12 +71,13 @@ def words(text: str, options: dict) -> tuple[str, object]:
 
 
 def calibrated(log_odds: list[float], positive: list[bool], outlier: float) -> tuple[str, object]:
-    """Platt's fit on held-out scores and the ham-loss floor over it (spamnb.models.calibration)."""
+    """Platt's fit on held-out scores and the ham-loss floor over it (spamnb.models.calibration),
+    and each score's P (`probability`, as every scorer's `Scoring.probability` takes it)."""
     from spamnb.models import calibration
 
-    def fit() -> tuple[tuple[float, float], float]:
+    def fit() -> tuple[tuple[float, float], float, list[float]]:
         fitted = calibration.fit_platt(log_odds, positive, outlier=outlier)
-        return fitted, calibration.ham_loss_floor(log_odds, positive, fitted)
+        return fitted, calibration.ham_loss_floor(log_odds, positive, fitted), [calibration.probability(s) for s in log_odds]
 
     return outcome(fit)
 

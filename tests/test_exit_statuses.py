@@ -175,3 +175,50 @@ def test_ctrl_c_stops_the_workers_quietly_too(tmp_path: Path) -> None:
     assert done.returncode == 130, done.stderr
     assert b"Traceback" not in done.stderr and b"KeyboardInterrupt" not in done.stderr
     assert done.stderr.decode().strip() == "spamnb: interrupted"
+
+
+# Started by Python in every process of the tests below (PYTHONPATH): an atexit function and a
+# thread that waits for the main thread's end, each leaving a file behind, as a library's would.
+LAST_WORDS = """\
+import atexit, os, threading, time
+here = os.environ["SPAMNB_TEST_LAST_WORDS"]
+atexit.register(lambda: open(os.path.join(here, "atexit"), "w").close())
+def late():
+    threading.main_thread().join()
+    time.sleep(0.2)
+    open(os.path.join(here, "thread"), "w").close()
+threading.Thread(target=late).start()
+"""
+
+
+def last_words_run(args: list[str], how: list[str], where: Path) -> tuple[int, str, dict[str, bytes]]:
+    """`how` + `args` run in the folder `where` with LAST_WORDS: its exit status, its stderr,
+    and the files it left behind there (the model, its lock, what LAST_WORDS made)."""
+    site = where / "site"
+    site.mkdir(parents=True)
+    (site / "sitecustomize.py").write_text(LAST_WORDS)
+    env = {**os.environ, "PYTHONPATH": str(site), "SPAMNB_TEST_LAST_WORDS": str(where)}
+    done = subprocess.run([*how, *args], cwd=where, env=env, capture_output=True, timeout=120)
+    left = {p.name: p.read_bytes() for p in where.iterdir() if p.is_file()}
+    return done.returncode, done.stderr.decode(), left
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "-m", "model.npz", "--spam", str(SAMPLE / "maildir/spam"), "--ham", str(SAMPLE / "maildir/ham")],
+        ["train", "-m", "model.npz", "--jobs", "2", "--index", str(SAMPLE / "index")],
+        # a file that is not mail: skipped, said on stderr, exit 1
+        ["train", "-m", "model.npz", "--spam", str(SAMPLE / "spam.mbox"), "--ham", str(ROOT / "README.md")],
+    ],
+)
+def test_train_ends_as_the_interpreter_would(args: list[str], tmp_path: Path) -> None:
+    """The console script ends `train` without the interpreter's teardown (entry.console):
+    its exit status, stderr and files are those of `python -m spamnb`'s ordinary exit, and
+    what the exit does first still happens (atexit's functions, threads joined)."""
+    at_once = last_words_run(args, [str(SPAMNB)], tmp_path / "console")
+    ordinary = last_words_run(args, [sys.executable, "-m", "spamnb"], tmp_path / "module")
+    assert at_once == ordinary
+    status, stderr, left = at_once
+    assert status == (1 if "README.md" in args[-1] else 0), stderr
+    assert {"model.npz", "atexit", "thread"} <= set(left)

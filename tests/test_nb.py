@@ -415,6 +415,25 @@ def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> Non
     assert blob == "\n".join(sorted(vocab.tokens)).encode() and blob_order.tolist() == order.tolist()
 
 
+# Tokens that share long beginnings (the sort compares a few bytes at a time), and any
+# code points but the separator: NUL, the surrogates a token may hold, past the BMP.
+SORTED_TOKEN = st.one_of(
+    st.text(st.sampled_from(["a", "b", "\x00", "\x7f", "\x80", "é", "\u0800", "\ud800", "\udfff", "\uffff", "\U0001f600"]), max_size=24),
+    st.text(st.characters(exclude_characters="\n", exclude_categories=()), max_size=12),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(SORTED_TOKEN, unique=True, max_size=60), st.data())
+def test_vocabulary_sorts_its_tokens_as_sorted_does(tokens: list[str], data: st.DataObject) -> None:
+    prefix = data.draw(st.integers(0, len(tokens)))
+    vocab = Vocabulary(sorted(tokens[:prefix]), sorted_prefix=prefix)
+    vocab.grow(tokens[prefix:])
+    blob, order = vocab.sorted_blob()
+    assert [vocab.tokens[i] for i in order] == sorted(tokens)
+    assert blob == "\n".join(sorted(tokens)).encode("utf-8", "surrogatepass")
+
+
 def trained_model(event: str, alpha: float) -> Model:
     model = Model(scoring=Scoring(event=event, alpha=alpha))
     classifier.learn(model, labelled_messages(10, seed=11))

@@ -12,7 +12,7 @@ import bisect
 import itertools
 import operator
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -67,26 +67,98 @@ class Vocabulary:
 
     def sorted_blob(self) -> tuple[bytes, np.ndarray]:
         """The sorted token blob (newline-joined UTF-8) and the column order that matches it."""
-        tokens, order = self.sorted_tokens()
-        return SEPARATOR.join(tokens).encode("utf-8", "surrogatepass"), order
+        utf8 = encoded(self.tokens)
+        order = self.sorted_order(utf8)
+        return joined(utf8, order), order
 
-    def sorted_order(self) -> np.ndarray:
-        """Column permutation that sorts the tokens, merging new ones into the sorted prefix."""
-        return self.sorted_tokens()[1]
-
-    def sorted_tokens(self) -> tuple[list[str], np.ndarray]:
-        """The tokens sorted, and the column permutation that sorts them (`sorted_order`)."""
+    def sorted_order(self, utf8: Encoded | None = None) -> np.ndarray:
+        """Column permutation that sorts the tokens (`utf8`: them `encoded`), merging new ones
+        into the sorted prefix."""
         n0 = self.sorted_prefix
-        # The tokens sorted, then their columns: no key function called per comparison's operand.
-        tail = sorted(self.tokens[n0:])
-        cols = np.asarray(columns(self.index, tail), dtype=np.int64)
+        cols = code_point_order(encoded(self.tokens) if utf8 is None else utf8, n0)
         if n0 == 0:
-            # The sorted list itself: joined as it is, it costs half the tokens picked again by column.
-            return tail, cols
-        where = [bisect.bisect_left(self.tokens, token, 0, n0) for token in tail]
-        order = np.insert(np.arange(n0), where, cols).astype(np.int64)
-        # Indexed by plain ints: numpy integers make the join a third slower.
-        return list(map(self.tokens.__getitem__, order.tolist())), order
+            return cols
+        where = [bisect.bisect_left(self.tokens, self.tokens[c], 0, n0) for c in cols.tolist()]
+        return np.insert(np.arange(n0), where, cols).astype(np.int64)
+
+
+class Encoded(NamedTuple):
+    """Tokens as one newline-joined UTF-8 blob, and where each starts in it and how long it is."""
+
+    padded: np.ndarray  # the blob, a newline and 7 zero bytes: each place starts 8 readable bytes
+    starts: np.ndarray
+    lengths: np.ndarray
+
+
+def encoded(tokens: list[str]) -> Encoded:
+    blob = SEPARATOR.join(tokens).encode("utf-8", "surrogatepass")
+    padded = np.frombuffer(blob + SEPARATOR.encode() + bytes(7), np.uint8)
+    starts = np.concatenate(([0], np.flatnonzero(padded[: len(blob)] == ord(SEPARATOR)) + 1)) if tokens else np.zeros(0, np.int64)
+    return Encoded(padded, starts, np.diff(starts, append=len(blob) + 1) - 1)
+
+
+# `joined` gathers this many tokens at a time: its index arrays take 8 bytes per byte.
+JOIN_BLOCK = 1 << 16
+
+
+def joined(utf8: Encoded, order: np.ndarray) -> bytes:
+    """The blob of the tokens in `order`, gathered byte by byte: a join of the tokens picked
+    in that order reads them from all over memory, at three times the cost."""
+    pieces = []
+    for at in range(0, len(order), JOIN_BLOCK):
+        block = order[at : at + JOIN_BLOCK]
+        sizes = utf8.lengths[block] + 1  # each with the newline after it
+        ends = np.cumsum(sizes)
+        pieces.append(utf8.padded[np.arange(ends[-1]) + np.repeat(utf8.starts[block] - (ends - sizes), sizes)].tobytes())
+    return b"".join(pieces)[:-1]
+
+
+# `code_point_order` compares tokens this many UTF-8 bytes at a time, as the high bytes of
+# an integer whose low byte says how many bytes are left (8: more than these).
+KEY_BYTES = 7
+KEY_MASKS = np.array([((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(KEY_BYTES + 1)], dtype=np.uint64)
+
+
+def code_point_order(utf8: Encoded, first: int = 0) -> np.ndarray:
+    """The columns from `first` on in the order `sorted` gives their tokens (by code points,
+    ties kept in order), found by numpy sorts of their UTF-8 bytes, whose order is the code
+    points' (surrogates too): `sorted` compares str objects one call at a time, and their
+    columns had then to be looked up again.
+
+    The tokens are sorted by their first KEY_BYTES bytes, then each run of tokens that
+    share them and go on by their next KEY_BYTES, and so on; a token that ends sorts before
+    the longer ones it begins (the length in the key's low byte)."""
+    n = len(utf8.starts)
+    if first >= n:
+        return np.zeros(0, np.int64)
+    # The 8 bytes from each place, big-endian: integers that compare as the bytes do.
+    words = np.ndarray((len(utf8.padded) - 7,), dtype=">u8", buffer=utf8.padded, strides=(1,))
+
+    def keys(cols: np.ndarray, step: int) -> np.ndarray:
+        left = utf8.lengths[cols] - KEY_BYTES * step
+        word = words[utf8.starts[cols] + KEY_BYTES * step].astype(np.uint64)
+        return (word & KEY_MASKS[np.minimum(left, KEY_BYTES)]) | np.minimum(left, 8).astype(np.uint64)
+
+    key = keys(np.arange(first, n), 0)
+    by = np.argsort(key, kind="stable")
+    order, key = by + first, key[by]
+    at = np.arange(len(order))  # the places in `order` of the runs still tied
+    new_run = np.zeros(len(order), bool)
+    new_run[0] = True
+    step = 0
+    while True:
+        tied = (key[1:] == key[:-1]) & (key[1:] & 0xFF == 8) & ~new_run[1:]
+        if not tied.any():
+            return order
+        runs = np.cumsum(np.concatenate(([True], ~tied)))
+        keep = np.concatenate((tied, [False])) | np.concatenate(([False], tied))
+        at, runs = at[keep], runs[keep]
+        step += 1
+        cols = order[at]
+        key = keys(cols, step)
+        by = np.lexsort((key, runs))
+        order[at], key = cols[by], key[by]
+        new_run = np.concatenate(([True], runs[1:] != runs[:-1]))
 
 
 class SortedTokens(sortedtokens.SortedTokens):
@@ -261,6 +333,13 @@ class Rows(NamedTuple):
         at = np.cumsum(picked) - picked  # where each picked message starts in the result
         entries = np.arange(int(picked.sum()), dtype=np.int64) + np.repeat(starts[which] - at, picked)
         return Rows(self.cols[entries], self.counts[entries], picked, None if self.fields is None else self.fields[entries])
+
+    def pieces(self, size: int) -> Iterator[Rows]:
+        """The messages `size` at a time, in order (views of these arrays)."""
+        ends = np.concatenate(([0], np.cumsum(self.lengths)))
+        for at in range(0, len(self.lengths), size):
+            a, b = ends[at], ends[min(at + size, len(self.lengths))]
+            yield Rows(self.cols[a:b], self.counts[a:b], self.lengths[at : at + size], None if self.fields is None else self.fields[a:b])
 
     def keep(self, entries: np.ndarray) -> Rows:
         """Every message, with only the entries where the boolean `entries` is true."""

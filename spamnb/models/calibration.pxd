@@ -5,6 +5,9 @@
 import cython
 from libc cimport math
 
+@cython.locals(e=cython.double)
+cpdef double probability(double logit)
+
 @cython.locals(soft=cython.double)
 cdef (double, double) log_sigmoids(double s)
 

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import math
 
-from spamnb.models.scoring import probability
-
 # `typing` is off a learn's start-up: names for annotations only.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
-    from typing import TypeVar
+    from typing import Any, Protocol, TypeVar
 
-    from spamnb.models.scoring import Scoring
+    S = TypeVar("S", bound="Refittable")
 
-    S = TypeVar("S", bound=Scoring)
+    class Refittable(Protocol):
+        """A scoring as `refitted` changes it (`scoring.Scoring`, which imports this module)."""
+
+        def replace(self: S, **changes: Any) -> S: ...
 
 # Platt's fit made robust: each message's label is taken to come from the sigmoid only
 # with probability 1 - 2 OUTLIER_SHARE, so that no message pulls the curve by more than
@@ -40,6 +41,14 @@ OUTLIER_SHARE = 1e-6
 HAM_LOSS = 0.001
 # A C double where compiled (calibration.pxd): `log_add` looks up no math.inf.
 NEG_INF = -math.inf
+
+
+def probability(logit: float) -> float:
+    """P from its logit, without overflow at either end."""
+    if logit >= 0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    e = math.exp(logit)
+    return e / (1.0 + e)
 
 
 def log_sigmoids(s: float) -> tuple[float, float]:

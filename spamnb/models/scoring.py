@@ -11,6 +11,7 @@ from collections import namedtuple
 
 from spamnb.bayes import formulas, meta
 from spamnb.models import trust
+from spamnb.models.calibration import probability
 
 # `typing` is off the one-message pipe's start-up: names for annotations only.
 TYPE_CHECKING = False
@@ -150,11 +151,3 @@ def check_cutoffs(spam: float, ham: float) -> None:
     """The one check of a pair of cut-offs, wherever they come from."""
     if not 0.0 <= ham <= spam <= 1.0:
         raise CutoffError(f"the ham cut-off ({ham:g}) must be at or below the spam cut-off ({spam:g}), both between 0 and 1")
-
-
-def probability(logit: float) -> float:
-    """P from its logit, without overflow at either end."""
-    if logit >= 0:
-        return 1.0 / (1.0 + math.exp(-logit))
-    e = math.exp(logit)
-    return e / (1.0 + e)

@@ -710,7 +710,10 @@ def held_out_fold(step: HeldOut, fold: int) -> np.ndarray:
     out = nb.Counts.empty(len(used), event.weighting)
     out.add(held._replace(cols=local), y[rows])
     table, b, keys = held_out_table(event, counts, out, used)
-    return event.log_odds(table, b, held._replace(cols=local), keys)
+    # Scored a chunk at a time, as batch classify scores (a message's log-odds does not depend
+    # on the others scored with it): the scorer's arrays are then reused from chunk to chunk,
+    # where a whole fold's were new memory to a fresh worker, page by page.
+    return np.concatenate([event.log_odds(table, b, rows, keys) for rows in held._replace(cols=local).pieces(CHUNK)])
 
 
 def held_out_table(event: nb.EventModel, counts: nb.Counts, out: nb.Counts, used: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
