@@ -191,16 +191,16 @@ threading.Thread(target=late).start()
 """
 
 
-def last_words_run(args: list[str], how: list[str], where: Path) -> tuple[int, str, dict[str, bytes]]:
-    """`how` + `args` run in the folder `where` with LAST_WORDS: its exit status, its stderr,
-    and the files it left behind there (the model, its lock, what LAST_WORDS made)."""
+def last_words_run(args: list[str], how: list[str], where: Path) -> tuple[int, str, str, dict[str, bytes]]:
+    """`how` + `args` run in the folder `where` with LAST_WORDS: its exit status, stdout and
+    stderr, and the files it left behind there (a model, its lock, what LAST_WORDS made)."""
     site = where / "site"
     site.mkdir(parents=True)
     (site / "sitecustomize.py").write_text(LAST_WORDS)
     env = {**os.environ, "PYTHONPATH": str(site), "SPAMNB_TEST_LAST_WORDS": str(where)}
     done = subprocess.run([*how, *args], cwd=where, env=env, capture_output=True, timeout=120)
     left = {p.name: p.read_bytes() for p in where.iterdir() if p.is_file()}
-    return done.returncode, done.stderr.decode(), left
+    return done.returncode, done.stdout.decode(), done.stderr.decode(), left
 
 
 @pytest.mark.parametrize(
@@ -210,15 +210,21 @@ def last_words_run(args: list[str], how: list[str], where: Path) -> tuple[int, s
         ["train", "-m", "model.npz", "--jobs", "2", "--index", str(SAMPLE / "index")],
         # a file that is not mail: skipped, said on stderr, exit 1
         ["train", "-m", "model.npz", "--spam", str(SAMPLE / "spam.mbox"), "--ham", str(ROOT / "README.md")],
+        ["classify", "-m", "MODEL", str(SAMPLE / "spam.mbox")],
+        ["classify", "-m", "MODEL", "--json", "--jobs", "2", str(SAMPLE / "maildir")],
+        # a file that is not mail: scored, with a warning on stderr among the lines
+        ["classify", "-m", "MODEL", str(SAMPLE / "ham.mbox"), str(ROOT / "README.md")],
     ],
 )
-def test_train_ends_as_the_interpreter_would(args: list[str], tmp_path: Path) -> None:
-    """The console script ends `train` without the interpreter's teardown (entry.console):
-    its exit status, stderr and files are those of `python -m spamnb`'s ordinary exit, and
-    what the exit does first still happens (atexit's functions, threads joined)."""
+def test_commands_end_as_the_interpreter_would(args: list[str], model: Path, tmp_path: Path) -> None:
+    """The console script ends `train` and `classify` without the interpreter's teardown
+    (entry.console): exit status, stdout, stderr and files are those of `python -m spamnb`'s
+    ordinary exit, and what the exit does first still happens (atexit's functions, threads joined)."""
+    args = [str(model) if a == "MODEL" else a for a in args]
     at_once = last_words_run(args, [str(SPAMNB)], tmp_path / "console")
     ordinary = last_words_run(args, [sys.executable, "-m", "spamnb"], tmp_path / "module")
     assert at_once == ordinary
-    status, stderr, left = at_once
-    assert status == (1 if "README.md" in args[-1] else 0), stderr
-    assert {"model.npz", "atexit", "thread"} <= set(left)
+    status, stdout, stderr, left = at_once
+    assert status == (1 if args[0] == "train" and "README.md" in args[-1] else 0), stderr  # classify scores it, with a warning
+    assert {"atexit", "thread"} <= set(left) and ("model.npz" in left or args[0] == "classify")
+    assert args[0] == "train" or stdout.count("\n") >= 10

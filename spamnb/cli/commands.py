@@ -612,6 +612,7 @@ def train(
         ctx.exit(EXIT_PARTIAL)
 
 
+@exits_at_once
 @cli.command(epilog="\b\nExamples:\n  spamnb classify ~/Mail/INBOX/new\n  spamnb classify --json ~/Mail/INBOX/new > verdicts.jsonl\n  spamnb classify --spam-cutoff 0.8 archive.mbox\n  spamnb classify --pipe --exit-zero < message.eml\n\n\b\nExit status:\n  0    done\n  1    some messages unreadable\n  2    usage error\n  3    the model or a source cannot be used\n  130  interrupted (Ctrl-C)\n\n\b\nWith --pipe:\n  0    spam (any verdict with --exit-zero)\n  1    ham\n  2    unsure\n  3    error: the message passed through unchanged")
 @model_option()
 @click.argument("sources", nargs=-1, type=click.Path(), metavar="[SRC]...")
