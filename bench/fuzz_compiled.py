@@ -11,14 +11,17 @@ is compared with what their Python source makes of it in a process of its own
     their words; the scanner's prefix, on the text as the tokeniser gives it to the
     scanner; the tag cutter (tokens.CUT_TAGS) against the pattern it stands for; the
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
-    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, the counter with a
+    the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, a vocabulary's growth by
+    them (vocabulary.GROWN) against the pure path's, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
     (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
     the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the text
     lowered (tokens.LOWERED) against str.lower, the
     header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
     invisible parts' openers (tokens.OPENER) against the pattern's search, the character
-    references replaced (tokens.UNESCAPE) against html.unescape;
+    references replaced (tokens.UNESCAPE) against html.unescape, the fields' removal
+    (headers.WITHOUT_FIELDS) on the text's UTF-8 bytes against the pattern's sub (field_lines),
+    the marked lines of an mbox (sources.MARKED) on those bytes against the pattern's finditer;
   corpus-derived messages: each message of the corpus, mutated (bytes flipped, cut,
     spliced with another, NULs and 8-bit bytes sprinkled, a line repeated into a huge
     one, charset and transfer encoding swapped): every output of tests.interpreted.observe
@@ -51,7 +54,10 @@ PIECES = [
     "<", ">", "<a href='x'>", "</p >", "HTTPS://", "fTp://", "\u017f://", ":8080", ":\u0663",
     "Subject: ", "\r\n\t", "\r\n\r\n", "<script", "<STYLE", "<!--", "\u017fcript",
     "&", "&#", "&#x", "&#65;", "&#X1F600", "&#1114112;", "&notin", "&notit;", "&nbsp", ";",
+    "\nReceived: ", "\nreturn-PATH\t:", "Delivered-To:", "\n ", "x-original-to", "\nFrom ", ">>From ", "From",
 ]
+# The names whose fields headers.WITHOUT_FIELDS removes: the transport fields', a prefix of another, a blank.
+CUT_NAMES = [(b"received", b"delivered-to", b"return-path", b"x-original-to"), (b"x-original", b"x-original-to"), (b"subject",), (b"",)]
 WORDS = ["the", "free", "money", "don't", "e-mail", "192.0.2.1", "example.com", "x" * 41, "y" * 200, "a.b-c'd"]
 BATCH = 500
 
@@ -76,10 +82,10 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
     the dotted words of those prefixed words; the links' hosts; the highest code point; the text lowered; the header block's fields; the openers;
-    the character references replaced; the token counter and the field heads on each batch's words."""
+    the character references replaced; the fields' removal; the marked lines; the token counter and the field heads on each batch's words."""
     import html
 
-    from spamnb.mail import message
+    from spamnb.mail import headers, message, sources
     from spamnb.text import tokens
     from tests.interpreted import outcome, words
 
@@ -110,7 +116,10 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             at = rng.randrange(len(text) + 1)
             opener = tokens.OPENER(text, at) == tokens.invisible_opener(text, at)
             unescaped = outcome(partial(tokens.unescape, text)) == outcome(partial(html.unescape, text))
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not lowered or not fields or not opener or not unescaped:
+            raw, names = text.encode("utf-8", "surrogatepass"), rng.choice(CUT_NAMES)
+            removed = headers.WITHOUT_FIELDS(raw, names) == headers.field_lines(names).sub(b"", raw)
+            marked = sources.MARKED(raw) == [m.start() for m in sources.MARKED_LINE.finditer(raw)]
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not lowered or not fields or not opener or not unescaped or not removed or not marked:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1
@@ -125,7 +134,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
     and each message the same (column, count) entries; and the look-ups (vocabulary.LOOKED_UP)
-    of those tokens in a vocabulary of every other one against dict.get, and the counter with
+    of those tokens in a vocabulary of every other one against dict.get, a vocabulary's growth by
+    them (vocabulary.GROWN) against the pure path's, and the counter with
     that vocabulary's blob (vocabulary.Indexed) against both."""
     import numpy as np
 
@@ -145,6 +155,13 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
 
     vocab = vocabulary.Vocabulary(got.tokens[::2])
     looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
+    grown, pure = vocabulary.Vocabulary(got.tokens[1::3]), vocabulary.Vocabulary(got.tokens[1::3])
+    saved, vocabulary.GROWN = vocabulary.GROWN, None
+    try:
+        want_columns = pure.grow(got.tokens)
+    finally:
+        vocabulary.GROWN = saved
+    looked_up = looked_up and grown.grow(got.tokens) == want_columns and grown.tokens == pure.tokens
     blob = vocabulary.SEPARATOR.join(vocab.tokens).encode("utf-8", "surrogatepass")
     indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)))
     found = indexed.tokens == got.tokens and indexed.columns.tolist() == vocab.lookup(got.tokens) and entries(indexed.rows) == entries(got.rows)
@@ -229,7 +246,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path[:0] = [os.path.abspath(args.build), REPO]
     from spamnb import compiled
-    from spamnb.mail import headers, message
+    from spamnb.mail import headers, message, sources
     from spamnb.mail.sources import Message, read_index
     from spamnb.models import calibration
     from spamnb.text import tokens
@@ -239,7 +256,7 @@ def main() -> int:
     built = [m.__name__ for m in (tokens, message, headers, calibration) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None:
+    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or vocabulary.GROWN is None or headers.WITHOUT_FIELDS is None or sources.MARKED is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

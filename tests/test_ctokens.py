@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spamnb.bayes import vocabulary
-from spamnb.mail import message
+from spamnb.mail import headers, message, sources
 from spamnb.text import tokens
 from spamnb.text.tokens import Tokenizer, TokenSettings, stopword_set
 from tests.conftest import raw_mail, use_scanner
@@ -336,6 +336,57 @@ def test_header_fields_take_a_str_only() -> None:
             message.FIELDS(bad)
 
 
+# Header blocks as bytes, for the fields' removal: the transport names in every case, one cut
+# short, one run on, blanks and colons, every line end, continuation lines, 8-bit bytes.
+CUT_PIECES = [*headers.TRANSPORT_NAMES, b"RECEIVED", b"Return-Path", b"X-Original-TO", b"receive", b"receivedx", b"x-original", b"Subject",
+              b":", b" ", b"\t", b"\r", b"\n", b"\r\n", b"\n ", b"\n\t", b"\n\n", b"v", b"\xff", b"\x00", b"-"]
+CUT_BLOCK = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(CUT_PIECES), max_size=40).map(b"".join))
+# Names given to the C: the transport fields', one that is a prefix of another, any bytes.
+CUT_NAMES = st.one_of(st.just(headers.TRANSPORT_NAMES), st.lists(st.one_of(st.sampled_from(CUT_PIECES[:9]), st.binary(max_size=4)), min_size=1, max_size=5).map(tuple))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(CUT_BLOCK, CUT_NAMES)
+@example(b"Received: a\r\n\tb\r\nX: y\nreturn-PATH \t: z\n\n w\nDelivered-To:", headers.TRANSPORT_NAMES)
+@example(b"x-original-to\t:\nX-Original :\n", (b"x-original", b"x-original-to"))
+@example(b":a\n :b\n", (b"",))
+def test_fields_are_removed_as_the_pattern_removes_them(head: bytes, names: tuple[bytes, ...]) -> None:
+    """headers.WITHOUT_FIELDS (C) against the pattern it stands for, field_lines(names).sub."""
+    assert headers.WITHOUT_FIELDS(head, names) == headers.field_lines(names).sub(b"", head)
+
+
+@needs_scanner
+def test_the_fields_removal_takes_bytes_and_names() -> None:
+    for bad in (("Received: a\n", (b"received",)), (b"Received: a\n", [b"received"]), (b"Received: a\n", ("received",)), (b"a",)):
+        with pytest.raises(TypeError):
+            headers.WITHOUT_FIELDS(*bad)
+    with pytest.raises(ValueError):
+        headers.WITHOUT_FIELDS(b"Received: a\n", ())
+
+
+# Messages' lines as an mbox reader meets them: envelope lines, escaped ones, `From` cut short.
+MARKED_PIECES = [b"From ", b"From", b"rom ", b"F", b">", b">>", b"\n", b"\r\n", b"\r", b" ", b"x", b"\xff", b"\nFrom x 10:00\n"]
+MARKED_BLOCK = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(MARKED_PIECES), max_size=40).map(b"".join))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(MARKED_BLOCK)
+@example(b"From a\n>From b\n>>From c\n x>From d\nFrom")
+@example(b">>>From From >From ")
+def test_marked_lines_are_the_patterns(block: bytes) -> None:
+    """sources.MARKED (C) against the starts of MARKED_LINE's matches."""
+    assert sources.MARKED(block) == [m.start() for m in sources.MARKED_LINE.finditer(block)]
+
+
+@needs_scanner
+def test_marked_lines_take_bytes_only() -> None:
+    for bad in ("From a\n", bytearray(b"From a\n"), None):
+        with pytest.raises(TypeError):
+            sources.MARKED(bad)
+
+
 def test_no_character_below_cjk_first_is_cjk() -> None:
     """compiled_words searches a text for CJK only where it holds a character from CJK_FIRST up."""
     assert tokens.CJK.search(chr(tokens.CJK_FIRST))
@@ -397,6 +448,29 @@ def test_look_ups_are_the_dictionarys_gets(known: list[str], queries: list[str])
     vocab = vocabulary.Vocabulary(dict.fromkeys(known))
     got = vocab.lookup(queries)
     assert got == [vocab.index.get(t, -1) for t in queries] and all(type(c) is int for c in got)
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), st.lists(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), max_size=4))
+def test_growth_is_the_pure_paths(known: list[str], chunks: list[list[str]]) -> None:
+    """Vocabulary.grow by vocabulary.GROWN (C) and by the pure path: the same columns, tokens and index."""
+    grown, pure = vocabulary.Vocabulary(dict.fromkeys(known)), vocabulary.Vocabulary(dict.fromkeys(known))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vocabulary, "GROWN", None)
+        want = [pure.grow(tokens) for tokens in chunks]
+    assert [grown.grow(tokens) for tokens in chunks] == want
+    assert grown.tokens == pure.tokens and grown.index == pure.index and grown.index.default_factory is None
+
+
+@needs_scanner
+def test_growth_takes_a_dict_and_lists_of_strs_only() -> None:
+    class Word(str):
+        pass
+
+    for args in (([], [], ["a"]), ({}, (), ["a"]), ({}, [], ("a",)), ({}, [], ["a", b"b"]), ({}, [], [Word("a")])):
+        with pytest.raises(TypeError):
+            vocabulary.GROWN(*args)
 
 
 @needs_scanner

@@ -24,6 +24,9 @@ SEPARATOR = "\n"  # tokens never hold whitespace, so a newline can join them
 # Vocabulary.lookup in C where it was built (spamnb/text/_ctokens.c): batch scoring looks up
 # each chunk's distinct tokens, in a third less time than map over dict.get.
 LOOKED_UP = compiled.scanner_function("looked_up")
+# Vocabulary.grow in C where it was built: train's parent grows the vocabulary by each chunk's
+# distinct tokens, in half the time of a defaultdict's factory called per new token.
+GROWN = compiled.scanner_function("grown")
 
 
 class Vocabulary:
@@ -46,6 +49,8 @@ class Vocabulary:
 
     def grow(self, tokens: Iterable[str]) -> list[int]:
         """Columns of tokens, adding the ones not seen before."""
+        if GROWN is not None:
+            return GROWN(self.index, self.tokens, tokens if type(tokens) is list else list(tokens))
         # New tokens are numbered in C as they are met: while growing, the dictionary's
         # default is the next column, and its last keys are then the new tokens in column
         # order (read from the end, not by skipping the old keys): a third less of train's

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
+from spamnb import compiled
 from spamnb.mail import headers
 from spamnb.mail.items import Item, Message, Problem, SourceError, read_cap
 
@@ -45,6 +46,9 @@ class Located(NamedTuple):
 ENVELOPE = re.compile(rb"From .*\d{1,2}:\d\d")
 # Lines that need a look: an envelope candidate, or an escaped `>From ` to unescape.
 MARKED_LINE = re.compile(rb"^>*From ", re.M)
+# marked_lines in C, where it was built (spamnb/text/_ctokens.c): the pattern's multi-line `^`
+# has no fast skip, so the regex engine tries it at every byte of each message read.
+MARKED = compiled.scanner_function("marked_lines")
 BLOCK = 1 << 16
 NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
 STDIN_NOTICE = "spamnb: reading one message from stdin; Ctrl-D to end"
@@ -69,8 +73,7 @@ def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: byte
     blank_before = True  # the line before is blank, or there is none
     for block in line_blocks(stream, first, cap):
         pos = 0
-        for marked in MARKED_LINE.finditer(block):
-            start = marked.start()
+        for start in marked_lines(block):
             if block[start] == ord(">"):  # unescape one level
                 current = append(current, block, pos, start, cap)
                 pos = start + 1
@@ -97,6 +100,15 @@ def read_mbox(stream: BinaryIO, name: str, label: str | None = None, first: byte
     for message in rest:
         count += 1
         yield Message(f"{name}:{count}", finish(message), label)
+
+
+def marked_lines(block: bytes) -> list[int]:
+    """Where each line of `block` that MARKED_LINE marks starts, in order."""
+    if MARKED is not None:
+        return MARKED(block)
+    # Every marked line holds "From ": a plain search rules out most messages, far faster
+    # than the multi-line regex.
+    return [marked.start() for marked in MARKED_LINE.finditer(block)] if b"From " in block else []
 
 
 def line_blocks(stream: BinaryIO, first: bytes = b"", cap: int | None = None) -> Iterator[bytes]:
@@ -139,12 +151,12 @@ def append(message: bytearray | None, block: bytes, start: int, end: int, cap: i
     return message
 
 
-def finish(message: bytearray) -> bytes:
-    """The message less the blank line that separated it from the next."""
+def finish(message: bytes | bytearray) -> bytes:
+    """The message less the blank line that separated it from the next: copied once from a
+    bytearray, and bytes not at all where they end without one."""
     last = last_line_start(message, len(message))
-    if is_blank(message, last, len(message)):
-        del message[last:]
-    return bytes(message)
+    end = last if is_blank(message, last, len(message)) else len(message)
+    return message[:end] if isinstance(message, bytes) else bytes(memoryview(message)[:end])
 
 
 def read_file(path: str, label: str | None = None, max_bytes: int | None = None, regular: bool = False) -> Iterator[Item]:
@@ -223,15 +235,13 @@ def read_mbox_file(stream: BinaryIO, path: str, label: str | None, first: bytes,
     """`read_mbox` of a file whose envelope line `first` was read.
 
     A message saved with its envelope line (every file of the SpamAssassin corpus) has
-    no other line to look at: read whole and checked by one search, the file is the
+    no other line to look at: read whole and checked by one scan, the file is the
     message that `read_mbox` would make of it.  Anything else goes to `read_mbox`, in blocks.
     """
     rest = stream.read(BLOCK)
     after = stream.read(1)  # empty at the end of the file
-    # Every marked line holds "From ": a plain search rules out most files, far faster
-    # than the multi-line regex on every file.
-    if not after and not (b"From " in rest and MARKED_LINE.search(rest)):
-        yield Message(path, finish(bytearray(rest if cap is None else rest[:cap])), label)
+    if not after and not marked_lines(rest):
+        yield Message(path, finish(rest if cap is None else rest[:cap]), label)
         return
     yield from read_mbox(stream, path, label, first + rest + after, cap)
 

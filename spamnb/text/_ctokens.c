@@ -5,8 +5,11 @@
  * styles and comments, as tokens.invisible_opener finds them, a page's character references
  * replaced, as html.unescape replaces them, a header block's fields, as
  * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
- * spamnb.bayes.vocabulary.local_rows counts them, and tokens' columns looked up (in a dict,
- * or in a hash table of a model's token blob as the chunk is counted).
+ * spamnb.bayes.vocabulary.local_rows counts them, tokens' columns looked up (in a dict,
+ * or in a hash table of a model's token blob as the chunk is counted), named fields taken
+ * out of a header block's bytes, as spamnb.mail.headers.field_lines(names).sub removes them,
+ * the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them, and a
+ * vocabulary grown by a chunk's tokens, as spamnb.bayes.vocabulary.Vocabulary.grow grows it.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -1562,6 +1565,189 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(without_fields_doc,
+"without_fields(head, names) -> bytes\n\n"
+"A header block (bytes) less each field named by one of `names` (a tuple of bytes, at least one,\n"
+"ASCII case-blind) with its continuation lines, as spamnb.mail.headers.field_lines(names).sub(b'', head)\n"
+"cuts them; `head` itself where none is.");
+
+/* ASCII's case folding, which a bytes pattern's re.I applies (and nothing beyond it). */
+static inline unsigned char
+ascii_lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
+/* Whether the line at `at` names a field of one of `names`: a name, blanks, a colon. */
+static int
+names_field(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, PyObject *names)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
+        PyObject *name = PyTuple_GET_ITEM(names, k);
+        const unsigned char *m = (const unsigned char *)PyBytes_AS_STRING(name);
+        Py_ssize_t size = PyBytes_GET_SIZE(name), i = 0;
+        if (size > n - at)
+            continue;
+        while (i < size && ascii_lower(s[at + i]) == ascii_lower(m[i]))
+            i++;
+        if (i < size)
+            continue;
+        Py_ssize_t c = at + size;
+        while (c < n && (s[c] == ' ' || s[c] == '\t'))
+            c++;
+        if (c < n && s[c] == ':')
+            return 1;
+    }
+    return 0;
+}
+
+/* Where the line at `from` ends: after its LF, else at n. */
+static Py_ssize_t
+after_line(const unsigned char *s, Py_ssize_t n, Py_ssize_t from)
+{
+    const unsigned char *lf = memchr(s + from, '\n', (size_t)(n - from));
+    return lf == NULL ? n : lf - s + 1;
+}
+
+/* The pattern's `^` in multi-line mode has no fast skip, so the regex engine tries it at every
+ * byte of the block; this looks at each line's start only and finds the line ends by memchr. */
+static PyObject *
+without_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "without_fields() takes bytes and a tuple of bytes");
+        return NULL;
+    }
+    PyObject *head = args[0], *names = args[1], *out = NULL;
+    /* field_lines of no names would be a pattern of one empty name, which no caller means. */
+    if (PyTuple_GET_SIZE(names) == 0) {
+        PyErr_SetString(PyExc_ValueError, "without_fields() takes at least one name");
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(names, k))) {
+            PyErr_SetString(PyExc_TypeError, "without_fields() takes bytes and a tuple of bytes");
+            return NULL;
+        }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(head);
+    Py_ssize_t n = PyBytes_GET_SIZE(head), at = 0, kept = 0, written = 0;
+    char *w = NULL;
+    while (at < n) {
+        if (!names_field(s, n, at, names)) {
+            at = after_line(s, n, at);
+            continue;
+        }
+        /* The field's lines: its first, then each that starts with a blank. */
+        Py_ssize_t end = after_line(s, n, at);
+        while (end < n && (s[end] == ' ' || s[end] == '\t'))
+            end = after_line(s, n, end);
+        if (out == NULL) {
+            if ((out = PyBytes_FromStringAndSize(NULL, n)) == NULL)
+                return NULL;
+            w = PyBytes_AS_STRING(out);
+        }
+        memcpy(w + written, s + kept, (size_t)(at - kept));
+        written += at - kept;
+        at = kept = end;
+    }
+    if (out == NULL) {
+        Py_INCREF(head);
+        return head;
+    }
+    memcpy(w + written, s + kept, (size_t)(n - kept));
+    written += n - kept;
+    if (_PyBytes_Resize(&out, written) < 0)
+        return NULL;
+    return out;
+}
+
+PyDoc_STRVAR(marked_lines_doc,
+"marked_lines(block) -> list[int]\n\n"
+"Where each line of `block` (bytes) that starts with `>*From ` starts, in order: the starts of\n"
+"spamnb.mail.sources.MARKED_LINE's matches, as its finditer finds them.");
+
+/* The pattern's multi-line `^` has no fast skip: the regex engine tries it at every byte of a
+ * message.  Here each `F` is found by memchr, and a `From ` there is marked when only `>`s
+ * stand between it and the start of its line. */
+static PyObject *
+marked_lines(PyObject *module, PyObject *block)
+{
+    if (!PyBytes_Check(block)) {
+        PyErr_SetString(PyExc_TypeError, "marked_lines() takes bytes");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(block);
+    Py_ssize_t n = PyBytes_GET_SIZE(block), at = 0;
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    while (at <= n - 5) {
+        const char *f = memchr(s + at, 'F', (size_t)(n - 4 - at));
+        if (f == NULL)
+            break;
+        Py_ssize_t from = f - s, start = from;
+        at = from + 1;
+        if (memcmp(f, "From ", 5) != 0)
+            continue;
+        while (start > 0 && s[start - 1] == '>')
+            start--;
+        if (start > 0 && s[start - 1] != '\n')
+            continue;
+        PyObject *where = PyLong_FromSsize_t(start);
+        if (where == NULL || PyList_Append(found, where) < 0) {
+            Py_XDECREF(where);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(where);
+        at = from + 5;
+    }
+    return found;
+}
+
+PyDoc_STRVAR(grown_doc,
+"grown(index, known, tokens) -> list[int]\n\n"
+"Each of a list of str's column in `index` (a dict of token to column), a token not in it\n"
+"added with the next column, len(known), and appended to the list `known`: a vocabulary's growth.");
+
+/* One look-up per token, and an insertion per new one, without a call back into Python:
+ * a default factory would be called for each new token, and the tokens passed as arguments. */
+static PyObject *
+grown(PyObject *module, PyObject *args)
+{
+    PyObject *index, *known, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!O!:grown", &PyDict_Type, &index, &PyList_Type, &known, &PyList_Type, &tokens))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* Only str's own hash and comparison run: no Python code can change the lists meanwhile.
+         * A token of another type stops the growth there, the tokens before it added, as the
+         * pure path's does. */
+        PyObject *token = PyList_GET_ITEM(tokens, i), *column = NULL;
+        if (!PyUnicode_CheckExact(token)) {
+            PyErr_SetString(PyExc_TypeError, "grown() takes a list of str");
+            Py_DECREF(out);
+            return NULL;
+        }
+        column = PyDict_GetItemWithError(index, token);
+        if (column != NULL)
+            Py_INCREF(column);
+        else if (PyErr_Occurred()
+                 || (column = PyLong_FromSsize_t(PyList_GET_SIZE(known))) == NULL
+                 || PyDict_SetItem(index, token, column) < 0
+                 || PyList_Append(known, token) < 0) {
+            Py_XDECREF(column);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, column);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
@@ -1576,11 +1762,14 @@ static PyMethodDef methods[] = {
     {"counted", counted, METH_VARARGS, counted_doc},
     {"heads", heads, METH_O, heads_doc},
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
+    {"without_fields", (PyCFunction)(void (*)(void))without_fields, METH_FASTCALL, without_fields_doc},
+    {"marked_lines", marked_lines, METH_O, marked_lines_doc},
+    {"grown", grown, METH_VARARGS, grown_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index and look-ups in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, look-ups, fields' removal, an mbox's marked lines and a vocabulary's growth in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
