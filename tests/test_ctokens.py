@@ -304,6 +304,19 @@ def test_a_decimal_reference_too_long_for_int_fails_as_html_unescape_does() -> N
     assert tokens.unescape("&#x" + "f" * 5000 + ";") == html.unescape("&#x" + "f" * 5000 + ";") == "\ufffd"
 
 
+def test_a_python_without_htmls_private_tables_unescapes_by_html_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C takes html's tables by their private names; where a Python has none of that
+    name, pages are still read (html.unescape's named references need no such table)."""
+    monkeypatch.delattr(html, "_invalid_codepoints")
+    tokens.html_tables.cache_clear()
+    try:
+        assert tokens.unescape("caf&eacute; &amp; &notit; &lt;b&gt;") == "café & ¬it; <b>"
+    finally:
+        monkeypatch.undo()
+        tokens.html_tables.cache_clear()
+    assert tokens.html_tables() is not None or tokens.UNESCAPE is None
+
+
 @needs_scanner
 def test_character_references_take_a_str_and_html_s_tables_only() -> None:
     tables = (html._html5, html._invalid_charrefs, html._invalid_codepoints)

@@ -259,12 +259,23 @@ def html_module() -> Any:
     return html
 
 
+@cache
+def html_tables() -> tuple[Any, ...] | None:
+    """The tables html.unescape replaces references by, for UNESCAPE: private names in the
+    standard library, so a Python without them (None) has its pages unescaped by html itself."""
+    html = html_module()
+    try:
+        return html.entities.html5, html._invalid_charrefs, html._invalid_codepoints
+    except AttributeError:
+        return None
+
+
 def unescape(text: str) -> str:
     """html.unescape(text), by UNESCAPE where it was built."""
-    html = html_module()
-    if UNESCAPE is None:
-        return html.unescape(text)
-    return UNESCAPE(text, html._html5, html._invalid_charrefs, html._invalid_codepoints)
+    tables = None if UNESCAPE is None else html_tables()
+    if tables is None:
+        return html_module().unescape(text)
+    return UNESCAPE(text, *tables)
 
 
 def html_to_text(markup: str) -> str:
