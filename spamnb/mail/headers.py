@@ -108,7 +108,7 @@ def without_verdict(head: bytes, names: tuple[bytes, ...] | None = None) -> byte
     pattern = VERDICT_LINE if names == (VERDICT_NAME,) else field_lines(names)
     view = lf_view(head)
     if view is head:
-        return pattern.sub(b"", head)
+        return pattern.sub(b"", head) if WITHOUT_FIELDS is None else WITHOUT_FIELDS(head, names)
     kept, at = [], 0
     for match in pattern.finditer(view):
         kept.append(head[at : match.start()])
@@ -120,6 +120,12 @@ def field_lines(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
     """VERDICT_LINE for fields of any of `names`."""
     alternatives = b"|".join(re.escape(name) for name in names)
     return re.compile(rb"^(?:" + alternatives + rb")[ \t]*:.*(?:\r?\n[ \t].*)*(?:\r?\n|$)", re.I | re.M)
+
+
+# field_lines(names).sub(b"", head) in C, where it was built (spamnb/text/_ctokens.c): the
+# pattern's multi-line `^` has no fast skip, so the regex engine tries it at every byte of the
+# block; the C looks at each line's start only and finds the line ends by memchr.
+WITHOUT_FIELDS = compiled.scanner_function("without_fields")
 
 
 def fields_end(head: bytes) -> int:
@@ -253,10 +259,6 @@ def unstamped(data: bytes, limit: int | None = None) -> bytes:
 # differ only in these, the envelope line and the verdict header are one message.
 TRANSPORT_NAMES = (b"received", b"delivered-to", b"return-path", b"x-original-to")
 TRANSPORT_LINE = field_lines(TRANSPORT_NAMES)
-# field_lines(names).sub(b"", head) in C, where it was built (spamnb/text/_ctokens.c): the
-# pattern's multi-line `^` has no fast skip, so the regex engine tries it at every byte of the
-# block; the C looks at each line's start only and finds the line ends by memchr.
-WITHOUT_FIELDS = compiled.scanner_function("without_fields")
 
 
 def without_transport(head: bytes) -> bytes:
