@@ -108,9 +108,7 @@ class Counts:
 
     def take(self, cols: np.ndarray) -> Counts:
         """Only the columns `cols` (indices), in that order."""
-        # Rows of the transposed array taken, then transposed back: the layout `a[:, cols]`
-        # gives (a saved model's bytes), without its slow path over unsorted columns.
-        return self.with_arrays(self.docs, tuple(a.T.take(cols, axis=0).T for a in self.arrays()))
+        return self.with_arrays(self.docs, tuple(taken_columns(a, cols) for a in self.arrays()))
 
     def copy(self) -> Counts:
         return self.with_arrays(self.docs.copy(), tuple(a.copy() for a in self.arrays()))
@@ -166,6 +164,20 @@ class Counts:
 
     def __sub__(self, other: Counts) -> Counts:
         return self.with_arrays(self.docs - other.docs, tuple(a - b for a, b in zip(self.arrays(), other.arrays(), strict=True)))
+
+
+def taken_columns(a: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Columns `cols` of a (2, V) array, in the layout `a[:, cols]` gives (Fortran: a saved
+    model's bytes), without its slow path over unsorted columns.  A loaded model's arrays
+    (Fortran order) are taken as rows of their transpose; a learn's (C order) a row at a
+    time into the columns of the transpose, where a take of the transpose strides across
+    both rows at every column."""
+    if not a.flags.c_contiguous:
+        return a.T.take(cols, axis=0).T
+    out = np.empty((len(cols), a.shape[0]), a.dtype)
+    for i, row in enumerate(a):
+        out[:, i] = row.take(cols)
+    return out.T
 
 
 class Pruning(NamedTuple):
