@@ -162,8 +162,8 @@ class Counts:
         cols, counts, lengths = rows.cols, rows.counts, rows.lengths
         self.grow(int(cols.max()) + 1 if cols.size else 0)
         np.add.at(self.docs, classes, signs)
-        entry_class = np.repeat(classes, lengths)
-        entry_sign = np.repeat(signs, lengths)
+        # A learn's messages are all added (sign 1): then no sign per entry to multiply by.
+        entry_sign = np.repeat(signs, lengths) if (signs != 1).any() else 1
         q = None if self.weighted is None else self.weighting.fixed(counts, lengths)
         added = [(self.tf, entry_sign * counts), (self.df, entry_sign)]
         if q is not None and self.weighted is not None:
@@ -171,20 +171,25 @@ class Counts:
         # In int64 at the entries' cells: a float bincount as long as the vocabulary, made for
         # every chunk learnt, cost more than the adding (and would round past 2**53).  One
         # add.at over each array's memory, not one per class of the entries picked apart.
+        places: dict[bool, np.ndarray] = {}  # by memory order (C: True), for arrays alike
         for a, values in added:
-            np.add.at(*cells(a, entry_class, cols), values)
+            c_order = bool(a.flags.c_contiguous)
+            if c_order not in places:
+                places[c_order] = cells(a, classes, lengths, cols)
+            np.add.at(a.reshape(-1, order="C" if c_order else "F"), places[c_order], values)
 
     def __sub__(self, other: Counts) -> Counts:
         return self.with_arrays(self.docs - other.docs, tuple(a - b for a, b in zip(self.arrays(), other.arrays(), strict=True)))
 
 
-def cells(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A 2-D array's memory as one flat view, and the places in it of the cells (rows[k],
-    cols[k]).  Counts' arrays are contiguous in C order, or in Fortran order (`Counts.take`)."""
+def cells(a: np.ndarray, classes: np.ndarray, lengths: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Where the entries of messages of `classes` (`lengths` entries each) at columns `cols`
+    lie in a (2, V) array's memory, in its order.  Counts' arrays are contiguous in C
+    order, or in Fortran order (`Counts.take`): their memory is then a flat view of them."""
     assert a.flags.c_contiguous or a.flags.f_contiguous, "a view of the array's memory, not a copy"
-    order = "C" if a.flags.c_contiguous else "F"
-    row_step, col_step = (a.shape[1], 1) if order == "C" else (1, a.shape[0])
-    return a.reshape(-1, order=order), rows * row_step + cols * col_step
+    if a.flags.c_contiguous:
+        return np.repeat(classes * a.shape[1], lengths) + cols
+    return np.repeat(classes, lengths) + cols * a.shape[0]
 
 
 class Pruning(NamedTuple):
