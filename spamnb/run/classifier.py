@@ -257,12 +257,15 @@ def learn(
             change, picks = decided(size, messages, keys)
             if len(picks) < len(messages):  # a repeat: the columns are numbered as if only the changed messages were tokenised
                 chunk = tokenise_chunk(tokenise, [messages[i].data for i in picks])
-        mapping = apply_changes(model, vocab, chunk, change)
+        changed = apply_changes(model, vocab, chunk, change)
         if not forget:
-            for learnt in learnt_in(chunk, change, mapping):
-                sample.offer(learnt)
+            for learnt in learnt_in(changed, change, chunk.numeric):
+                # Past the sample's size an offer may replace one: then what it keeps is its own
+                # copy, not a view that holds its chunk's arrays (see `learnt_in`).
+                sample.offer(learnt if sample.seen < sample.size else learnt.copy())
         if progress:
             progress(change.size)
+    model.counts.resize(len(vocab))
     finish_learning(model, [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced], jobs, meanwhile)
     return report
 
@@ -302,6 +305,10 @@ class Sampled(NamedTuple):
     numeric: np.ndarray | None  # the numeric features, where the model scores them
     cls: int
     fresh: bool = True  # learnt anew, not moved from the other class
+
+    def copy(self) -> Sampled:
+        """With arrays of its own (`learnt_in`'s are views of its chunk's)."""
+        return self._replace(cols=self.cols.copy(), counts=self.counts.copy(), fields=None if self.fields is None else self.fields.copy())
 
 
 def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1, meanwhile: Callable[[], object] | None = None) -> None:
@@ -398,34 +405,42 @@ class Reservoir:
         return self._rng
 
 
-def learnt_in(chunk: Chunk, change: Changes, mapping: np.ndarray) -> Iterator[Sampled]:
+def learnt_in(changed: Rows, change: Changes, numeric: np.ndarray | None) -> Iterator[Sampled]:
     """Each message newly learnt (or moved) in a chunk, in order, as the calibration samples it:
-    vocabulary columns, counts, fields, numeric features and class."""
-    rows = chunk.rows
-    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    vocabulary columns, counts, fields, numeric features (`numeric`: the chunk's) and class.
+
+    `changed`: the chunk's count changes as `apply_changes` made them, one message per
+    change; each message's arrays are views of them (no copy per message)."""
+    ends = np.cumsum(changed.lengths).tolist()
     moved = {i for i, sign in zip(change.which, change.signs, strict=True) if sign < 0}
-    for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
+    cols, counts, fields = changed.cols, changed.counts, changed.fields
+    start = 0
+    for i, cls, sign, end in zip(change.which, change.classes, change.signs, ends, strict=True):
         if sign > 0:
-            part = slice(starts[i], starts[i + 1])
-            fields = None if rows.fields is None else rows.fields[part]
-            numeric = None if chunk.numeric is None else chunk.numeric[i]
-            yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls, i not in moved)
+            yield Sampled(
+                cols[start:end], counts[start:end], None if fields is None else fields[start:end], None if numeric is None else numeric[i], cls, i not in moved
+            )
+        start = end
 
 
-def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Changes) -> np.ndarray:
+def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Changes) -> Rows:
+    """Add a chunk's count changes (`change`) into the model, its new tokens into `vocab`;
+    the changes' messages over the vocabulary's columns, in the changes' order.  The counts
+    may be left wider than the vocabulary (`nb.Counts.grow`'s spare columns): the learn
+    `resize`s them once its last chunk is in."""
     if not change.which:
-        return np.zeros(0, np.int64)
+        return Rows(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
     rows = chunk.rows
     which = np.asarray(change.which)
     # A new model's train learns every message of a chunk, in order: nothing to pick.
     picked = rows if change.which == list(range(len(rows.lengths))) else rows.take(which)
-    changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
+    changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths, picked.fields)
+    model.counts.grow(len(vocab), spare=True)
     model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
-    model.counts.grow(len(vocab))
     if chunk.numeric is not None:
         model.moments += moments_of(chunk.numeric[which], np.asarray(change.classes), np.asarray(change.signs))
-    return mapping
+    return changed
 
 
 def classify(
