@@ -1661,6 +1661,79 @@ without_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+PyDoc_STRVAR(blank_line_end_doc,
+"blank_line_end(data, start) -> int\n\n"
+"Where the header block of mail (bytes) in LF or CR LF lines ends, from `start` (as bytes.find\n"
+"takes it) on: after the first LF followed by an empty line, LF or CR LF; -1 if none.  As\n"
+"spamnb.mail.headers.blank_line_end finds it.");
+
+/* bytes.find of LF LF compares at every byte of the block; here memchr finds each LF and only
+ * the bytes after it are looked at. */
+static PyObject *
+blank_line_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "blank_line_end() takes bytes and an int");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    /* Clipped, not refused, past either end of any bytes, as bytes.find takes its start. */
+    Py_ssize_t at = PyNumber_AsSsize_t(args[1], NULL);
+    if (at < 0 && (at += n) < 0)
+        at = 0;
+    while (at < n) {
+        const unsigned char *lf = memchr(s + at, '\n', (size_t)(n - at));
+        if (lf == NULL)
+            break;
+        Py_ssize_t i = lf - s;
+        if ((i + 1 < n && s[i + 1] == '\n') || (i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n'))
+            return PyLong_FromSsize_t(i + 1);
+        at = i + 1;
+    }
+    return PyLong_FromLong(-1);
+}
+
+PyDoc_STRVAR(verdict_hinted_doc,
+"verdict_hinted(head) -> bool\n\n"
+"Whether a header block (bytes) holds `-spam` then `nb` or `-checker-version`, ASCII case-blind:\n"
+"spamnb.mail.headers.VERDICT_HINT's search.");
+
+/* Whether s[at:n] starts with `text` (lowercase ASCII), ASCII case-blind. */
+static int
+starts_blind(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, const char *text)
+{
+    Py_ssize_t size = (Py_ssize_t)strlen(text);
+    if (size > n - at)
+        return 0;
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (ascii_lower(s[at + i]) != (unsigned char)text[i])
+            return 0;
+    return 1;
+}
+
+/* The pattern's search stops at every `-` and tries the rest there by the regex engine; here
+ * memchr finds each `-` and the names' letters are compared. */
+static PyObject *
+verdict_hinted(PyObject *module, PyObject *head)
+{
+    if (!PyBytes_Check(head)) {
+        PyErr_SetString(PyExc_TypeError, "verdict_hinted() takes bytes");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(head);
+    Py_ssize_t n = PyBytes_GET_SIZE(head), at = 0;
+    while (at < n) {
+        const unsigned char *dash = memchr(s + at, '-', (size_t)(n - at));
+        if (dash == NULL)
+            break;
+        at = dash - s + 1;
+        if (starts_blind(s, n, at, "spam") && (starts_blind(s, n, at + 4, "nb") || starts_blind(s, n, at + 4, "-checker-version")))
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 PyDoc_STRVAR(marked_lines_doc,
 "marked_lines(block) -> list[int]\n\n"
 "Where each line of `block` (bytes) that starts with `>*From ` starts, in order: the starts of\n"
@@ -1764,6 +1837,8 @@ static PyMethodDef methods[] = {
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {"without_fields", (PyCFunction)(void (*)(void))without_fields, METH_FASTCALL, without_fields_doc},
     {"marked_lines", marked_lines, METH_O, marked_lines_doc},
+    {"blank_line_end", (PyCFunction)(void (*)(void))blank_line_end, METH_FASTCALL, blank_line_end_doc},
+    {"verdict_hinted", verdict_hinted, METH_O, verdict_hinted_doc},
     {"grown", grown, METH_VARARGS, grown_doc},
     {NULL, NULL, 0, NULL},
 };
