@@ -418,6 +418,22 @@ def test_the_blank_lines_end_and_the_verdicts_hint_take_bytes_only() -> None:
             headers.VERDICT_HINTED(bad)
 
 
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(HEAD_BYTES)
+@example(b"\r\n\r\r\n\n")
+def test_the_line_ends_bytes_are_counted_as_the_pure_path_counts_them(data: bytes) -> None:
+    """message.LINE_END_BYTES (C) against line_end_bytes."""
+    assert message.LINE_END_BYTES(data) == message.line_end_bytes(data)
+
+
+@needs_scanner
+def test_the_line_ends_count_takes_bytes_only() -> None:
+    for bad in ("a\n", bytearray(b"a\n"), None):
+        with pytest.raises(TypeError):
+            message.LINE_END_BYTES(bad)
+
+
 # Messages' lines as an mbox reader meets them: envelope lines, escaped ones, `From` cut short.
 MARKED_PIECES = [b"From ", b"From", b"rom ", b"F", b">", b">>", b"\n", b"\r\n", b"\r", b" ", b"x", b"\xff", b"\nFrom x 10:00\n"]
 MARKED_BLOCK = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(MARKED_PIECES), max_size=40).map(b"".join))
