@@ -129,7 +129,7 @@ def test_a_message_moved_within_one_run_is_calibrated_once_as_its_final_class(ev
     items = [m._replace(label="ham") for m in spam] + [m._replace(label="ham") for m in ham] + [m._replace(label="spam") for m in spam]
     seen: list[list[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]]] = []
     calibrate_on = classifier.calibrate_on
-    monkeypatch.setattr(classifier, "calibrate_on", lambda model, sample, jobs=1: (seen.append(sample), calibrate_on(model, sample, jobs)))
+    monkeypatch.setattr(classifier, "calibrate_on", lambda model, sample, *rest: (seen.append(sample), calibrate_on(model, sample, *rest)))
     model = Model(scoring=Scoring(event=event))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # held out as the class it left, its counts went below zero

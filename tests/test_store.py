@@ -127,8 +127,8 @@ def test_save_refuses_object_arrays_and_keeps_the_old_file(saved: tuple[Model, s
     good = Path(path).read_bytes()
     real = store.to_arrays
 
-    def with_object(m: Model) -> dict[str, np.ndarray]:
-        arrays = real(m)
+    def with_object(m: Model, prepared: store.Prepared | None = None) -> dict[str, np.ndarray]:
+        arrays = real(m, prepared)
         arrays["settings"] = np.array([{"not": "plain"}], dtype=object)
         return arrays
 

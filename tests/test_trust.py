@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from spamnb.mail import headers
 from spamnb.mail.sources import Message
-from spamnb.models import journal, modelfile, store
+from spamnb.models import journal, modelfile, store, trust
 from spamnb.models.model import Scoring
 from spamnb.pipe import filter as pipe
 from spamnb.run import classifier
@@ -623,3 +623,49 @@ def test_pipe_and_batch_agree_on_any_damage(journalled: Path, tmp_path_factory: 
     folder = tmp_path_factory.mktemp("damage")
     path = damaged_copy(journalled, folder, what, [0])
     assert_agree(path, folder, [PROBES[which]])
+
+
+# --- a save checks the model's counts while the calibration's folds are scored -----------
+
+
+def mail_folder(folder: Path, mail: list[bytes]) -> Path:
+    folder.mkdir()
+    for i, data in enumerate(mail):
+        (folder / f"{i}.eml").write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_train_that_would_damage_the_model_is_refused_and_nothing_written(tmp_path: Path, jobs: str) -> None:
+    # Spam counted up to trust's cap: four more are past it, whichever process checks the counts.
+    model = build(tmp_path / "model.npz")
+    ham = int(arrays_of(model)["docs"][0])
+    rewrite(model, docs=np.array([ham, trust.MAX_COUNT - 1], dtype=np.int64))
+    good = model.read_bytes()
+    spam = mail_folder(tmp_path / "spam", fake_corpus(SPAM_WORDS, 4, seed=41))
+    done = spamnb("-q", "train", "-m", model, "--spam", spam, "--jobs", jobs)
+    past = f"{trust.MAX_COUNT + 3:,}"
+    assert done.returncode == 3
+    assert done.stderr.decode() == f"spamnb: error: {model}: cannot save the model: it would be damaged (message counts {ham} and {past}); the model is as it was\n"
+    assert model.read_bytes() == good
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("prune", [[], ["--max-tokens", "40"], ["--min-count", "3"]])
+def test_train_on_two_jobs_saves_the_bytes_of_one(tmp_path: Path, prune: list[str]) -> None:
+    # On two jobs the save's arrays are made while the calibration's folds are scored: a new
+    # model, the same trained again on more mail, and pruned ones are the same files as one job's.
+    def folder(name: str, words: tuple[str, ...], seed: int) -> Path:
+        return mail_folder(tmp_path / name, fake_corpus(words, 10, seed))
+
+    runs = [["--spam", folder("spam1", SPAM_WORDS, 43), "--ham", folder("ham1", HAM_WORDS, 44)], ["--spam", folder("spam2", SPAM_WORDS, 45), "--ham", folder("ham2", HAM_WORDS, 46)]]
+    files = {}
+    for jobs in ("1", "2"):
+        model = tmp_path / f"model{jobs}.npz"
+        files[jobs] = []
+        for args in runs:
+            done = spamnb("train", "-m", model, *args, *prune, "--jobs", jobs)
+            assert done.returncode == 0, done.stderr
+            assert (b", pruned " in done.stderr) == bool(prune), done.stderr
+            files[jobs].append(model.read_bytes())
+    assert files["1"] == files["2"]

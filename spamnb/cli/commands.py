@@ -580,11 +580,14 @@ def train(
             if forget:
                 raise Failure(f"{model_path}: no such model file; there is nothing to forget")
             model = store.empty_model(*settings_from(options))
+        # The save's arrays are made while the calibration's folds are scored, unless nothing
+        # is saved or a prune will change them.
+        prepared = None if dry_run or options.pruning() else store.Prepared(model)
         with progress_bar("learning", ctx.obj["quiet"], index_total(spam, ham, index)) as advance, where.started(mail) as run:
-            result = run.learn(model, forget, advance)
+            result = run.learn(model, forget, advance, prepared)
         pruned = model.prune(options.pruning())
         if not dry_run:
-            store.save(model, model_path)
+            store.save(model, model_path, prepared)
     bad = report_problems(result.problems)
     for message_id in result.never_learnt:
         click.echo(f"spamnb: {message_id}: never learnt, nothing to forget", err=True)

@@ -34,6 +34,7 @@ import math
 import mmap
 import os
 import re
+from collections.abc import Callable
 from typing import BinaryIO
 
 import numpy as np
@@ -59,25 +60,40 @@ def smallest_uint(a: np.ndarray) -> np.ndarray:
     return a.astype(np.uint64)
 
 
-def to_arrays(model: Model) -> dict[str, np.ndarray]:
+class Prepared:
+    """The arrays of a model that its calibration leaves as they are (the vocabulary sorted,
+    its counts in that order, the learnt digests, the numeric features' moments), made and
+    checked by `trust.check_values` when called, once: `train` has this done while the
+    calibration's folds are scored on the workers (classifier.finish_learning's
+    `meanwhile`), and `save` adds the scoring and the calibration's history.  Nothing may
+    change the model's vocabulary, counts, digests or moments after a call (a prune does:
+    `train` prepares a model it prunes only in its save)."""
+
+    def __init__(self, model: Model) -> None:
+        if model.scoring_only:
+            raise ValueError("a model opened for scoring only cannot be saved")
+        self.model = model
+        self.made: tuple[nb.Counts, dict[str, np.ndarray], bool] | None = None
+
+    def __call__(self) -> tuple[nb.Counts, dict[str, np.ndarray], bool]:
+        """The counts in token order, the arrays, and whether they passed."""
+        if self.made is None:
+            self.made = counted_arrays(self.model)
+        return self.made
+
+
+def counted_arrays(model: Model) -> tuple[nb.Counts, dict[str, np.ndarray], bool]:
+    """`Prepared`'s: the counts in token order, the arrays, and whether `trust.check_values` passes them."""
     vocab = model.vocab
     counts = model.counts
-    if model.scoring_only:
-        raise ValueError("a model opened for scoring only cannot be saved")
     blob, order = vocab.sorted_blob()
     if order is not None:
         counts = counts.take(order)
     tf, df = counts.tf, counts.df
     digests = sorted(model.learnt.items())
     numeric = {"meta": model.moments.astype(np.int64)} if model.scoring.meta != "none" else {}
-    scores = model.history
-    history = {"history": np.array([s for s, _ in scores], np.float64), "history_class": np.array([c for _, c in scores], np.uint8)} if scores else {}
-    weighted = {}
-    if counts.weighted is not None:
-        event = model.scoring.event_model()
-        assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
-        weighted = {"weighted": smallest_uint(counts.weighted), "weighted_totals": event.vocabulary_sums(counts)}
-    return {
+    weighted = {"weighted": smallest_uint(counts.weighted)} if counts.weighted is not None else {}
+    arrays = {
         **weighted,
         "format": np.array(FORMAT),
         "version": np.array(VERSION),
@@ -87,16 +103,66 @@ def to_arrays(model: Model) -> dict[str, np.ndarray]:
         "df": smallest_uint(df),
         "docs": counts.docs.astype(np.int64),
         "settings": np.array(model.tokens.to_json()),
-        "scoring": np.array(model.scoring.to_json()),
         "learnt": np.frombuffer(b"".join(d for d, _ in digests), dtype=np.uint8).reshape(-1, 16),
         "learnt_class": np.array([c for _, c in digests], dtype=np.uint8),
         **numeric,
-        **history,
     }
+    return counts, arrays, passes(trust.check_values, arrays)
 
 
-def save(model: Model, path: str) -> None:
-    """Write to a temporary file beside `path`, fsync it, rename it over, fsync the folder."""
+def passes(check: Callable[[dict], None], arrays: dict[str, np.ndarray]) -> bool:
+    """Whether `check` (trust's) passes `arrays`."""
+    try:
+        check(trust.of_numpy(arrays))
+    except ValueError:
+        return False
+    return True
+
+
+# The members of a model file in the order `save` writes them.
+MEMBERS = (
+    "weighted", "weighted_totals", "format", "version", "tokens", "offsets", "tf", "df", "docs", "settings", "scoring",
+    "learnt", "learnt_class", "meta", "history", "history_class",
+)
+
+
+def to_arrays(model: Model, prepared: Prepared | None = None) -> dict[str, np.ndarray]:
+    """The model's arrays as `save` writes them: the `prepared` ones (made now where not
+    given) and those of its scoring and calibration."""
+    counts, arrays, _ = (prepared or Prepared(model))()
+    scores = model.history
+    history = {"history": np.array([s for s, _ in scores], np.float64), "history_class": np.array([c for _, c in scores], np.uint8)} if scores else {}
+    totals = {}
+    if counts.weighted is not None:
+        event = model.scoring.event_model()
+        assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
+        totals = {"weighted_totals": event.vocabulary_sums(counts)}
+    every = {**arrays, **totals, "scoring": np.array(model.scoring.to_json()), **history}
+    return {name: every[name] for name in MEMBERS if name in every}
+
+
+def checked(path: str, arrays: dict[str, np.ndarray], prepared: Prepared) -> None:
+    """`trust.check_values` of the model's `arrays` (`to_arrays`): the prepared ones passed
+    already, the rest are checked now; where either part fails, all of them are checked,
+    so that the error is the one every reader's check names first.  A ModelError for a
+    model that would be damaged (a merge's sums past trust.MAX_COUNT): it is never written."""
+    _, before, passed = prepared()
+    try:
+        if not (passed and passes(uncounted, {k: v for k, v in arrays.items() if k not in before})):
+            trust.check_values(trust.of_numpy(arrays))
+    except ValueError as err:
+        raise ModelError(f"{path}: cannot save the model: it would be damaged ({err}); the model is as it was") from err
+
+
+def uncounted(a: dict) -> None:
+    """All `trust.check_values` asks of arrays that hold no counts (the scoring's and the calibration's)."""
+    trust.check_kinds(a)
+    trust.check_history(a)
+
+
+def save(model: Model, path: str, prepared: Prepared | None = None) -> None:
+    """Write to a temporary file beside `path`, fsync it, rename it over, fsync the folder.
+    `prepared`: the model's `Prepared` arrays, made already or not."""
     path = os.path.realpath(path)  # a symlinked model is updated, not replaced by a file
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
@@ -104,11 +170,9 @@ def save(model: Model, path: str) -> None:
 
     old = ownership.model_stat(path)
     ownership.check_writable(path, old)
-    arrays = to_arrays(model)
-    try:  # what no reader would take is never written (a merge's sums past trust.MAX_COUNT)
-        trust.check_values(trust.of_numpy(arrays))
-    except ValueError as err:
-        raise ModelError(f"{path}: cannot save the model: it would be damaged ({err}); the model is as it was") from err
+    prepared = prepared or Prepared(model)
+    arrays = to_arrays(model, prepared)
+    checked(path, arrays, prepared)
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as out:

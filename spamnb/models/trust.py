@@ -141,10 +141,7 @@ SPEC: dict[str, tuple[str, int, int]] = {
 
 def check_values(a: dict) -> None:
     """Every rule on the arrays `a` (name -> npzview.Array) that scoring relies on."""
-    for name, array in a.items():
-        kinds, ndim, itemsize = SPEC.get(name, (array.kind, len(array.shape), 0))
-        if array.kind not in kinds or len(array.shape) != ndim or (itemsize and array.itemsize != itemsize):
-            raise ValueError(f"{name} is {array.kind}{array.itemsize} of {len(array.shape)} dimensions")
+    check_kinds(a)
     tf, df, docs = a["tf"], a["df"], a["docs"]
     n = tf.shape[1] if len(tf.shape) == 2 else -1
     if tf.shape != (2, n) or df.shape != (2, n) or docs.shape != (2,):
@@ -188,12 +185,27 @@ def check_values(a: dict) -> None:
         raise ValueError("a learnt digest of a class other than ham or spam")
     if "meta" in a:
         check_moments(a["meta"])
-    if "history" in a or "history_class" in a:
-        history_of(a)
+    check_history(a)
     digests = bytes(learnt.data)
     keys = [digests[i : i + 16] for i in range(0, len(digests), 16)]
     if not all(map(lt, keys, keys[1:])):
         raise ValueError("learnt digests not sorted")
+
+
+def check_kinds(a: dict) -> None:
+    """Each array of `a` of the kind, dimensions and item size SPEC gives it."""
+    for name, array in a.items():
+        kinds, ndim, itemsize = SPEC.get(name, (array.kind, len(array.shape), 0))
+        if array.kind not in kinds or len(array.shape) != ndim or (itemsize and array.itemsize != itemsize):
+            raise ValueError(f"{name} is {array.kind}{array.itemsize} of {len(array.shape)} dimensions")
+
+
+def check_history(a: dict) -> None:
+    """The calibration history's rules (`history_of`), where `a` holds one.  With
+    `check_kinds`, all `check_values` asks of arrays that hold no counts: a save checks
+    its model's counts before the calibration is fitted, the history after (store.Prepared)."""
+    if "history" in a or "history_class" in a:
+        history_of(a)
 
 
 def negative(array: Array, items: memoryview | list) -> bool:

@@ -202,6 +202,7 @@ def learn(
     forget: bool = False,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
+    meanwhile: Callable[[], object] | None = None,
 ) -> LearnReport:
     """Learn each labelled message as its class, or forget it (`forget=True`).
 
@@ -209,6 +210,7 @@ def learn(
     the other class, it moves.  Forgetting a message never learnt is refused
     (reported in `never_learnt`).  The digests are checked here, in order; only the
     messages whose counts change are learnt, tokenised by `jobs` processes.
+    `meanwhile`: see `finish_learning`.
     """
     report = LearnReport()
     vocab = model.learnable()
@@ -261,16 +263,19 @@ def learn(
                 sample.offer(learnt)
         if progress:
             progress(change.size)
-    finish_learning(model, [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced], jobs)
+    finish_learning(model, [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced], jobs, meanwhile)
     return report
 
 
-def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
+def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1, meanwhile: Callable[[], object] | None = None) -> None:
     """The end of a learn, once all its count changes are in: counts below zero set to zero
-    (see nb.Counts.clamp), the calibration fitted on the `sample` of learnt messages."""
+    (see nb.Counts.clamp), the calibration fitted on the `sample` of learnt messages.
+    `meanwhile`: work of the caller's on the counts as they are now (the model's save
+    prepared, store.Prepared), done in this process while the calibration's folds are
+    scored on the workers (`calibrate_on`); not called where no worker scores them."""
     model.counts.clamp()
     if sample:
-        calibrate_on(model, sample, jobs)
+        calibrate_on(model, sample, jobs, meanwhile)
 
 
 def changes_of(model: Model, report: LearnReport, message_id: str, cls: int, key: bytes, forget: bool) -> list[tuple[int, int]]:
@@ -299,7 +304,7 @@ class Sampled(NamedTuple):
     fresh: bool = True  # learnt anew, not moved from the other class
 
 
-def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
+def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1, meanwhile: Callable[[], object] | None = None) -> None:
     """Fit the model's calibration on learnt messages (columns, counts, fields, numeric
     features, class), as `learn` samples them, and add their held-out scores to its
     history (spamnb.models.calibration).  Too few of a class to fit on (CALIBRATION_MIN),
@@ -310,7 +315,7 @@ def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1) -> None:
     features = None if numeric[0] is None else Numeric(model.moments, np.array(numeric, dtype=np.int64))
     y = np.asarray(classes)
     if held_out_possible(model.counts, y):
-        odds, ratios = held_out_scores(model.scoring, model.counts, learnt, y, jobs, features)
+        odds, ratios = held_out_scores(model.scoring, model.counts, learnt, y, jobs, features, meanwhile)
         model.scoring = calibrated(model.scoring, odds, ratios, y)
         z = odds if ratios is None else odds + model.scoring.meta_weight * ratios
     else:  # a fold's messages are all the model has of a class: 0 (no evidence), as a single learn scores them
@@ -668,18 +673,25 @@ CALIBRATION_MIN = 20
 
 
 def held_out_log_odds(
-    event: nb.EventModel, counts: nb.Counts, learnt: Rows | Sample, y: np.ndarray, k: int = CALIBRATION_FOLDS, jobs: int = 1
+    event: nb.EventModel,
+    counts: nb.Counts,
+    learnt: Rows | Sample,
+    y: np.ndarray,
+    k: int = CALIBRATION_FOLDS,
+    jobs: int = 1,
+    meanwhile: Callable[[], object] | None = None,
 ) -> np.ndarray:
     """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
 
     The folds are independent, so `jobs` processes score them: they are train's serial
-    tail after the last chunk.
+    tail after the last chunk.  All k go out to the workers at once, and this process
+    does `meanwhile` (parallel.ordered_map) while they are scored.
     """
     part = np.arange(len(y)) % k
     folds = [fold for fold in range(k) if (part == fold).any()]
     odds = np.zeros(len(y))
     held_out = HeldOut(event, counts, learnt, y, part)
-    for fold, fold_odds in zip(folds, ordered_map(held_out_fold, held_out, folds, jobs), strict=True):
+    for fold, fold_odds in zip(folds, ordered_map(held_out_fold, held_out, folds, jobs, meanwhile, ahead=k), strict=True):
         odds[part == fold] = fold_odds
     return odds
 
@@ -755,11 +767,18 @@ def held_out_log_ratios(kind: str, numeric: Numeric, y: np.ndarray, k: int = CAL
 
 
 def held_out_scores(
-    scoring: Scoring, counts: nb.Counts, learnt: Rows | Sample, y: np.ndarray, jobs: int = 1, numeric: Numeric | None = None
+    scoring: Scoring,
+    counts: nb.Counts,
+    learnt: Rows | Sample,
+    y: np.ndarray,
+    jobs: int = 1,
+    numeric: Numeric | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Held-out log-odds of the `learnt` messages of classes y (by `jobs` processes) under
-    `scoring`'s event model, and their numeric features' log-ratios where it has them."""
-    odds = held_out_log_odds(scoring.event_model(), counts, learnt, np.asarray(y), jobs=jobs)
+    """Held-out log-odds of the `learnt` messages of classes y (by `jobs` processes, this
+    one doing `meanwhile`: see `held_out_log_odds`) under `scoring`'s event model, and
+    their numeric features' log-ratios where it has them."""
+    odds = held_out_log_odds(scoring.event_model(), counts, learnt, np.asarray(y), jobs=jobs, meanwhile=meanwhile)
     return odds, None if numeric is None else held_out_log_ratios(scoring.meta, numeric, np.asarray(y))
 
 

@@ -4,8 +4,8 @@ The map step is a plain function `fn(state, task)`: `state` is what every task n
 (the tokeniser, the model's weights), passed once per worker process by the pool's
 initializer and inherited through fork, never pickled; a task carries raw messages in
 and compact arrays (or scores) out.  Results come back
-in the order of the tasks, and at most `jobs * AHEAD` tasks are read ahead of the
-one being waited for, so memory stays bounded however long the input is.
+in the order of the tasks, and at most `jobs * AHEAD` tasks (by default) are read ahead
+of the one being waited for, so memory stays bounded however long the input is.
 """
 from __future__ import annotations
 
@@ -73,10 +73,16 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, HEAP_MAP_BLOCK)) and bool(mallopt(M_TRIM_THRESHOLD, HEAP_KEPT_FREE))
 
 
-def ordered_map(fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int) -> Iterator[R]:
-    """`fn(state, task)` for each task over `jobs` forked processes; in order; bounded read-ahead.
+def ordered_map(
+    fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int, meanwhile: Callable[[], object] | None = None, ahead: int = AHEAD
+) -> Iterator[R]:
+    """`fn(state, task)` for each task over `jobs` forked processes; in order; at most
+    `jobs * ahead` tasks read ahead.
 
-    With one job, or a single task, no process is started.
+    With one job, or a single task, no process is started.  `meanwhile`: work of this
+    process's own, done while the workers do theirs: called once the tasks are out (as many
+    as the read-ahead allows), before the first result is waited for; never where no
+    process is started.
     """
     tasks = iter(tasks)
     keep_freed_memory()
@@ -101,8 +107,13 @@ def ordered_map(fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int
         pending: deque = deque()
         for task in itertools.chain(head, tasks):
             pending.append(pool.apply_async(_run, (task,)))
-            if len(pending) >= jobs * AHEAD:
+            if len(pending) >= jobs * ahead:
+                if meanwhile:
+                    meanwhile()
+                    meanwhile = None
                 yield pending.popleft().get()
+        if meanwhile:
+            meanwhile()
         while pending:
             yield pending.popleft().get()
 

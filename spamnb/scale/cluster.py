@@ -326,6 +326,7 @@ def learn(
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
     shard: int = SHARD,
+    meanwhile: Callable[[], object] | None = None,
 ) -> classifier.LearnReport:
     """`classifier.learn` on the cluster: same report, same model.
 
@@ -371,7 +372,7 @@ def learn(
     model.counts.add_at(root.counts, cols)
     model.moments += root.moments
     by_offer = dict(root.sample)
-    classifier.finish_learning(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs)
+    classifier.finish_learning(model, [by_offer[offer]._replace(cols=cols[by_offer[offer].cols]) for offer in slots], jobs, meanwhile)
     return report
 
 

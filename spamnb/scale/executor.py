@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from distributed import Client
 
 Progress = Callable[[int], None] | None
+# Work of the caller's while the calibration's folds are scored (classifier.finish_learning).
+Meanwhile = Callable[[], object] | None
 
 
 class Mail(NamedTuple):
@@ -43,8 +45,8 @@ class LocalRun(NamedTuple):
     jobs: int
     read: Callable[[int], Iterable[Item]]
 
-    def learn(self, model: Model, forget: bool, progress: Progress) -> classifier.LearnReport:
-        return classifier.learn(model, self.read(model.tokens.max_bytes), forget=forget, progress=progress, jobs=self.jobs)
+    def learn(self, model: Model, forget: bool, progress: Progress, meanwhile: Meanwhile = None) -> classifier.LearnReport:
+        return classifier.learn(model, self.read(model.tokens.max_bytes), forget=forget, progress=progress, jobs=self.jobs, meanwhile=meanwhile)
 
     def classify(self, model: Model, progress: Progress) -> Iterator[Scored | Problem]:
         return classifier.classify(model, self.read(model.tokens.max_bytes), progress=progress, jobs=self.jobs)
@@ -73,8 +75,8 @@ class ClusterRun(NamedTuple):
     client: Client
     located: Iterable[Located | Problem]
 
-    def learn(self, model: Model, forget: bool, progress: Progress) -> classifier.LearnReport:
-        return cluster.learn(self.client, model, self.located, forget=forget, progress=progress, jobs=self.jobs)
+    def learn(self, model: Model, forget: bool, progress: Progress, meanwhile: Meanwhile = None) -> classifier.LearnReport:
+        return cluster.learn(self.client, model, self.located, forget=forget, progress=progress, jobs=self.jobs, meanwhile=meanwhile)
 
     def classify(self, model: Model, progress: Progress) -> Iterator[Scored | Problem]:
         return cluster.classify(self.client, model, self.located, progress=progress, jobs=self.jobs)
