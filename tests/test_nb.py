@@ -138,6 +138,36 @@ def test_narrower_rows_first_then_wider_ones() -> None:
     assert_counts_equal(grown, counts_of(scipy.sparse.vstack([head.tocsr(), X[30:]]), y))
 
 
+def test_counts_in_either_memory_order_add_alike() -> None:
+    # A saved model's counts come back in Fortran order (`take` makes it); learning into
+    # them adds at the same cells as into counts in C order, and keeps their order.
+    X, y = random_counts(10)
+    fortran = counts_of(X[:30], y[:30]).take(np.arange(X.shape[1]))
+    assert fortran.tf.flags.f_contiguous and not fortran.tf.flags.c_contiguous
+    fortran.add(rows_of(X[30:]), y[30:], np.where(np.arange(30) % 3 == 0, -1, 1))
+    want = counts_of(X[:30], y[:30])
+    want.add(rows_of(X[30:]), y[30:], np.where(np.arange(30) % 3 == 0, -1, 1))
+    assert_counts_equal(fortran, want)
+    assert fortran.tf.flags.f_contiguous and fortran.df.flags.f_contiguous
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_spare_columns_are_cut_to_the_width_asked_for(order: str) -> None:
+    X, y = random_counts(11)
+    spared = counts_of(X[:30, :20], y[:30])
+    spared = spared.with_arrays(spared.docs, tuple(np.asarray(a, order=order) for a in spared.arrays()))
+    spared.grow(25, spare=True)  # room for twice the width: 40 columns
+    assert spared.n_features == 40
+    spared.add(rows_of(X[30:, :25]), y[30:])
+    spared.resize(25)
+    want = counts_of(X[:30, :20], y[:30])
+    want.grow(25)
+    want.add(rows_of(X[30:, :25]), y[30:])
+    assert spared.n_features == 25
+    assert_counts_equal(spared, want)
+    assert all(a.flags.c_contiguous if order == "C" else a.flags.f_contiguous for a in spared.arrays())
+
+
 def test_subtracting_restores_the_counts() -> None:
     X, y = random_counts(9)
     counts = counts_of(X[:40], y[:40])

@@ -129,16 +129,30 @@ class Counts:
         for a in (*self.arrays(), self.docs):
             np.maximum(a, 0, out=a)
 
-    def grow(self, n_features: int) -> None:
-        """Make room for new vocabulary columns: padded to exactly `n_features`, a copy per call."""
+    def grow(self, n_features: int, spare: bool = False) -> None:
+        """Make room for new vocabulary columns: padded to exactly `n_features`, a copy per
+        call; `spare`: to twice the width at least, so that a learn growing the counts chunk
+        by chunk copies them a few times, not once a chunk (then `resize` cuts them to width)."""
         have = self.tf.shape[1]
         if n_features <= have:
             return
+        if spare:
+            n_features = max(n_features, 2 * have)
         pad = ((0, 0), (0, n_features - have))
         self.tf = np.pad(self.tf, pad)
         self.df = np.pad(self.df, pad)
         if self.weighted is not None:
             self.weighted = np.pad(self.weighted, pad)
+
+    def resize(self, n_features: int) -> None:
+        """Exactly `n_features` columns: grown, or cut (the spare columns of `grow`, all zero)
+        by a copy in the arrays' own order (C, or Fortran), as `grow` would have left them."""
+        if n_features >= self.n_features:
+            self.grow(n_features)
+            return
+        self.tf, self.df = (a[:, :n_features].copy(order="K") for a in (self.tf, self.df))
+        if self.weighted is not None:
+            self.weighted = self.weighted[:, :n_features].copy(order="K")
 
     def add(self, rows: Rows, classes: np.ndarray, signs: np.ndarray | None = None) -> None:
         """Add (sign 1, the default) or subtract (sign -1) each message of `rows` (known
@@ -147,25 +161,35 @@ class Counts:
         signs = np.ones(len(classes), np.int64) if signs is None else np.asarray(signs, dtype=np.int64)
         cols, counts, lengths = rows.cols, rows.counts, rows.lengths
         self.grow(int(cols.max()) + 1 if cols.size else 0)
-        entry_class = np.repeat(classes, lengths)
-        entry_sign = np.repeat(signs, lengths)
+        np.add.at(self.docs, classes, signs)
+        # A learn's messages are all added (sign 1): then no sign per entry to multiply by.
+        entry_sign = np.repeat(signs, lengths) if (signs != 1).any() else 1
         q = None if self.weighted is None else self.weighting.fixed(counts, lengths)
-        for cls in (HAM, SPAM):
-            pick = entry_class == cls
-            of_class = classes == cls
-            if not of_class.any():
-                continue
-            c, s = cols[pick], entry_sign[pick]
-            self.docs[cls] += int(signs[of_class].sum())
-            # In int64 at the entries' columns: a float bincount as long as the vocabulary,
-            # made for every chunk learnt, cost more than the adding (and would round past 2**53).
-            np.add.at(self.tf[cls], c, s * counts[pick])
-            np.add.at(self.df[cls], c, s)
-            if q is not None and self.weighted is not None:
-                np.add.at(self.weighted[cls], c, s * q[pick])
+        added = [(self.tf, entry_sign * counts), (self.df, entry_sign)]
+        if q is not None and self.weighted is not None:
+            added.append((self.weighted, entry_sign * q))
+        # In int64 at the entries' cells: a float bincount as long as the vocabulary, made for
+        # every chunk learnt, cost more than the adding (and would round past 2**53).  One
+        # add.at over each array's memory, not one per class of the entries picked apart.
+        places: dict[bool, np.ndarray] = {}  # by memory order (C: True), for arrays alike
+        for a, values in added:
+            c_order = bool(a.flags.c_contiguous)
+            if c_order not in places:
+                places[c_order] = cells(a, classes, lengths, cols)
+            np.add.at(a.reshape(-1, order="C" if c_order else "F"), places[c_order], values)
 
     def __sub__(self, other: Counts) -> Counts:
         return self.with_arrays(self.docs - other.docs, tuple(a - b for a, b in zip(self.arrays(), other.arrays(), strict=True)))
+
+
+def cells(a: np.ndarray, classes: np.ndarray, lengths: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Where the entries of messages of `classes` (`lengths` entries each) at columns `cols`
+    lie in a (2, V) array's memory, in its order.  Counts' arrays are contiguous in C
+    order, or in Fortran order (`Counts.take`): their memory is then a flat view of them."""
+    assert a.flags.c_contiguous or a.flags.f_contiguous, "a view of the array's memory, not a copy"
+    if a.flags.c_contiguous:
+        return np.repeat(classes * a.shape[1], lengths) + cols
+    return np.repeat(classes, lengths) + cols * a.shape[0]
 
 
 class Pruning(NamedTuple):

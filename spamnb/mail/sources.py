@@ -215,15 +215,18 @@ def regular_stream(fd: int) -> BinaryIO | None:
 
 def read_whole(fd: int, size: int) -> bytes | None:
     """The bytes of a file that its fstat says holds `size`, read to its end; None if it
-    holds more (it grew, or it is a /proc file of size 0): then it is read as a stream, capped."""
+    holds more (it grew, or it is a /proc file of size 0): then it is read as a stream, capped.
+
+    Each read asks for a byte more than is left: one that brings all `size` bytes has met
+    the end, so a message takes one read, not a second to find nothing more."""
     pieces = []
     got = 0
     while piece := os.read(fd, size + 1 - got):
         pieces.append(piece)
         got += len(piece)
-        if got > size:
-            return None
-    return b"".join(pieces)
+        if got >= size:
+            break
+    return None if got > size else b"".join(pieces)
 
 
 def read_at_most(stream: BinaryIO, size: int | None) -> bytes:

@@ -257,12 +257,15 @@ def learn(
             change, picks = decided(size, messages, keys)
             if len(picks) < len(messages):  # a repeat: the columns are numbered as if only the changed messages were tokenised
                 chunk = tokenise_chunk(tokenise, [messages[i].data for i in picks])
-        mapping = apply_changes(model, vocab, chunk, change)
+        changed = apply_changes(model, vocab, chunk, change)
         if not forget:
-            for learnt in learnt_in(chunk, change, mapping):
-                sample.offer(learnt)
+            for learnt in learnt_in(changed, change, chunk.numeric):
+                # Past the sample's size an offer may replace one: then what it keeps is its own
+                # copy, not a view that holds its chunk's arrays (see `learnt_in`).
+                sample.offer(learnt if sample.seen < sample.size else learnt.copy())
         if progress:
             progress(change.size)
+    model.counts.resize(len(vocab))
     finish_learning(model, [item for number, item in zip(sample.numbers, sample.items, strict=True) if number not in offers.replaced], jobs, meanwhile)
     return report
 
@@ -303,6 +306,10 @@ class Sampled(NamedTuple):
     cls: int
     fresh: bool = True  # learnt anew, not moved from the other class
 
+    def copy(self) -> Sampled:
+        """With arrays of its own (`learnt_in`'s are views of its chunk's)."""
+        return self._replace(cols=self.cols.copy(), counts=self.counts.copy(), fields=None if self.fields is None else self.fields.copy())
+
 
 def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1, meanwhile: Callable[[], object] | None = None) -> None:
     """Fit the model's calibration on learnt messages (columns, counts, fields, numeric
@@ -321,9 +328,10 @@ def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1, meanwhile: 
     else:  # a fold's messages are all the model has of a class: 0 (no evidence), as a single learn scores them
         z = np.zeros(len(y))
     # Messages learnt anew only, as single learns score them (a moved one's score before its move was not held out).
-    new = [(s, c) for s, c, f in zip(z.tolist(), y.tolist(), fresh, strict=True) if f]
+    held = held_out_counts(model.counts.docs, y)
+    new = [(s, c, n) for s, c, n, f in zip(z.tolist(), y.tolist(), held, fresh, strict=True) if f]
     if calibration.added(model.history, new) and not enough_to_fit(y):
-        model.scoring = calibration.refitted(model.scoring, model.history)
+        model.scoring = calibration.refitted(model.scoring, model.history, model.counts.docs.tolist())
 
 
 class Sample(NamedTuple):
@@ -397,34 +405,42 @@ class Reservoir:
         return self._rng
 
 
-def learnt_in(chunk: Chunk, change: Changes, mapping: np.ndarray) -> Iterator[Sampled]:
+def learnt_in(changed: Rows, change: Changes, numeric: np.ndarray | None) -> Iterator[Sampled]:
     """Each message newly learnt (or moved) in a chunk, in order, as the calibration samples it:
-    vocabulary columns, counts, fields, numeric features and class."""
-    rows = chunk.rows
-    starts = np.concatenate(([0], np.cumsum(rows.lengths)))
+    vocabulary columns, counts, fields, numeric features (`numeric`: the chunk's) and class.
+
+    `changed`: the chunk's count changes as `apply_changes` made them, one message per
+    change; each message's arrays are views of them (no copy per message)."""
+    ends = np.cumsum(changed.lengths).tolist()
     moved = {i for i, sign in zip(change.which, change.signs, strict=True) if sign < 0}
-    for i, cls, sign in zip(change.which, change.classes, change.signs, strict=True):
+    cols, counts, fields = changed.cols, changed.counts, changed.fields
+    start = 0
+    for i, cls, sign, end in zip(change.which, change.classes, change.signs, ends, strict=True):
         if sign > 0:
-            part = slice(starts[i], starts[i + 1])
-            fields = None if rows.fields is None else rows.fields[part]
-            numeric = None if chunk.numeric is None else chunk.numeric[i]
-            yield Sampled(mapping[rows.cols[part]], rows.counts[part].astype(np.int64), fields, numeric, cls, i not in moved)
+            yield Sampled(
+                cols[start:end], counts[start:end], None if fields is None else fields[start:end], None if numeric is None else numeric[i], cls, i not in moved
+            )
+        start = end
 
 
-def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Changes) -> np.ndarray:
+def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Changes) -> Rows:
+    """Add a chunk's count changes (`change`) into the model, its new tokens into `vocab`;
+    the changes' messages over the vocabulary's columns, in the changes' order.  The counts
+    may be left wider than the vocabulary (`nb.Counts.grow`'s spare columns): the learn
+    `resize`s them once its last chunk is in."""
     if not change.which:
-        return np.zeros(0, np.int64)
+        return Rows(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
     rows = chunk.rows
     which = np.asarray(change.which)
     # A new model's train learns every message of a chunk, in order: nothing to pick.
     picked = rows if change.which == list(range(len(rows.lengths))) else rows.take(which)
-    changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths)
+    changed = Rows(mapping[picked.cols], picked.counts.astype(np.int64), picked.lengths, picked.fields)
+    model.counts.grow(len(vocab), spare=True)
     model.counts.add(changed, np.asarray(change.classes), np.asarray(change.signs))
-    model.counts.grow(len(vocab))
     if chunk.numeric is not None:
         model.moments += moments_of(chunk.numeric[which], np.asarray(change.classes), np.asarray(change.signs))
-    return mapping
+    return changed
 
 
 def classify(
@@ -696,6 +712,18 @@ def held_out_log_odds(
     return odds
 
 
+def held_out_counts(docs: np.ndarray, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> list[int]:
+    """Each learnt message's class count (classes y, inside `docs`) in the model that gave its
+    held-out score (`held_out_log_odds`' folds): the calibration history's counts."""
+    part = np.arange(len(y)) % k
+    out = np.zeros(len(y), np.int64)
+    for fold in range(k):
+        for c in (nb.HAM, nb.SPAM):
+            rows = (part == fold) & (y == c)
+            out[rows] = int(docs[c]) - int(rows.sum())
+    return out.tolist()
+
+
 def held_out_possible(counts: nb.Counts, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> bool:
     """Whether the model without each of `held_out_log_odds`' folds of messages (classes y,
     inside `counts`) still holds both classes."""
@@ -798,5 +826,7 @@ def calibrated(scoring: Scoring, odds: np.ndarray, ratios: np.ndarray | None, y:
         weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
         odds = odds + weight * ratios
     z, positive = odds.tolist(), (y == nb.SPAM).tolist()
-    fit = calibration.fit_platt(z, positive)
-    return scoring.replace(calibration=fit, spam_floor=calibration.ham_loss_floor(z, positive, fit), meta_weight=weight)
+    # Every score from a model of 4/5 of the messages: weighed alike; and a bulk learn learns all
+    # it is given, so the floor drops the label-noise share as an open gate does (calibration.refitted).
+    fit, floor = calibration.fitted(z, positive, noise=False)
+    return scoring.replace(calibration=fit, spam_floor=floor, meta_weight=weight)

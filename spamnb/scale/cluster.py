@@ -283,12 +283,12 @@ def shard_counts(shard: Shard, plan: Plan, first_offer: int, wanted: list[int], 
         chunk = classifier.tokenise_chunk(work.step, datas[start : start + work.chunk])
         here = (which >= start) & (which < start + work.chunk)
         change = classifier.Changes(0, (which[here] - start).tolist(), classes[here].tolist(), signs[here].tolist())
-        mapping = classifier.apply_changes(model, vocab, chunk, change)
-        for learnt in classifier.learnt_in(chunk, change, mapping):
+        changed = classifier.apply_changes(model, vocab, chunk, change)
+        for learnt in classifier.learnt_in(changed, change, chunk.numeric):
             if offer in keep:
-                sample.append((offer, learnt))
+                sample.append((offer, learnt.copy()))
             offer += 1
-    model.counts.grow(len(vocab))
+    model.counts.resize(len(vocab))
     return Partial(vocab.tokens, model.counts, sample, model.moments)
 
 
