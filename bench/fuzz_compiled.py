@@ -55,6 +55,7 @@ PIECES = [
     "Subject: ", "\r\n\t", "\r\n\r\n", "<script", "<STYLE", "<!--", "\u017fcript",
     "&", "&#", "&#x", "&#65;", "&#X1F600", "&#1114112;", "&notin", "&notit;", "&nbsp", ";",
     "\nReceived: ", "\nreturn-PATH\t:", "Delivered-To:", "\n ", "x-original-to", "\nFrom ", ">>From ", "From",
+    "\n\n", "\n\r\n", "X-Spamnb:", "-sPAMnb", "-spam-Checker-Version",
 ]
 # The names whose fields headers.WITHOUT_FIELDS removes: the transport fields', a prefix of another, a blank.
 CUT_NAMES = [(b"received", b"delivered-to", b"return-path", b"x-original-to"), (b"x-original", b"x-original-to"), (b"subject",), (b"",)]
@@ -82,7 +83,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
     the dotted words of those prefixed words; the links' hosts; the highest code point; the text lowered; the header block's fields; the openers;
-    the character references replaced; the fields' removal; the marked lines; the token counter and the field heads on each batch's words."""
+    the character references replaced; the fields' removal; the marked lines; the header block's end, the verdict's hint and the line ends' bytes; the token counter and the field heads on each batch's words."""
     import html
 
     from spamnb.mail import headers, message, sources
@@ -119,7 +120,11 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             raw, names = text.encode("utf-8", "surrogatepass"), rng.choice(CUT_NAMES)
             removed = headers.WITHOUT_FIELDS(raw, names) == headers.field_lines(names).sub(b"", raw)
             marked = sources.MARKED(raw) == [m.start() for m in sources.MARKED_LINE.finditer(raw)]
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not lowered or not fields or not opener or not unescaped or not removed or not marked:
+            start = rng.randrange(-2, len(raw) + 2)
+            blank = headers.BLANK_LINE_END(raw, start) == headers.blank_line_end(raw, start)
+            hinted = headers.VERDICT_HINTED(raw) == headers.verdict_hinted(raw)
+            line_ends = message.LINE_END_BYTES(raw) == message.line_end_bytes(raw)
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not links or not highest or not lowered or not fields or not opener or not unescaped or not removed or not marked or not blank or not hinted or not line_ends:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1
@@ -256,7 +261,7 @@ def main() -> int:
     built = [m.__name__ for m in (tokens, message, headers, calibration) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or vocabulary.GROWN is None or headers.WITHOUT_FIELDS is None or sources.MARKED is None:
+    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or vocabulary.GROWN is None or headers.WITHOUT_FIELDS is None or headers.BLANK_LINE_END is None or headers.VERDICT_HINTED is None or message.LINE_END_BYTES is None or sources.MARKED is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

@@ -378,6 +378,62 @@ def test_the_fields_removal_takes_bytes_and_names() -> None:
         headers.WITHOUT_FIELDS(b"Received: a\n", ())
 
 
+# Mail's first lines for the header block's end and the verdict's hint: every line end, blank
+# lines, envelope lines, the verdict fields' names cut short and in either case.
+BLOCK_PIECES = [b"\n", b"\r", b"\r\n", b"\n\n", b"\n\r\n", b"a", b":", b" ", b"From ", b"-", b"-spam", b"-SPAM", b"nb", b"NB", b"n",
+                b"-spamnb", b"-Spam-Checker-Version", b"-spam-checker-versio", b"X-Spamnb:", b"\xff", b"\x00"]
+HEAD_BYTES = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(BLOCK_PIECES), max_size=30).map(b"".join))
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(HEAD_BYTES, st.one_of(st.integers(-40, 220), st.sampled_from([-(1 << 70), 1 << 70, -(1 << 63), (1 << 63) - 1])))
+@example(b"a\n\r\n", 0)
+@example(b"\n\n", -1)
+@example(b"From a\nb\n\nc", 7)
+def test_the_blank_lines_end_is_the_pure_paths(data: bytes, start: int) -> None:
+    """headers.BLANK_LINE_END (C) against blank_line_end, any start bytes.find takes."""
+    assert headers.BLANK_LINE_END(data, start) == headers.blank_line_end(data, start)
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(HEAD_BYTES)
+@example(b"X-Spam-Checker-Version: x\n")
+@example(b"-sPaMnB")
+@example(b"-spam-checker-versioN")
+@example(b"-spam-checker-versio")
+def test_the_verdicts_hint_is_the_patterns(head: bytes) -> None:
+    """headers.VERDICT_HINTED (C) against VERDICT_HINT's search."""
+    assert headers.VERDICT_HINTED(head) == headers.verdict_hinted(head)
+
+
+@needs_scanner
+def test_the_blank_lines_end_and_the_verdicts_hint_take_bytes_only() -> None:
+    for bad in (("a\n\n", 0), (bytearray(b"a\n\n"), 0), (b"a\n\n", None), (b"a\n\n", 1.0), (b"a\n\n",), (b"a\n\n", 0, 1)):
+        with pytest.raises(TypeError):
+            headers.BLANK_LINE_END(*bad)
+    for bad in ("X-Spamnb: a\n", bytearray(b"X-Spamnb: a\n"), memoryview(b"X-Spamnb: a\n"), None):
+        with pytest.raises(TypeError):
+            headers.VERDICT_HINTED(bad)
+
+
+@needs_scanner
+@settings(max_examples=1500, deadline=None)
+@given(HEAD_BYTES)
+@example(b"\r\n\r\r\n\n")
+def test_the_line_ends_bytes_are_counted_as_the_pure_path_counts_them(data: bytes) -> None:
+    """message.LINE_END_BYTES (C) against line_end_bytes."""
+    assert message.LINE_END_BYTES(data) == message.line_end_bytes(data)
+
+
+@needs_scanner
+def test_the_line_ends_count_takes_bytes_only() -> None:
+    for bad in ("a\n", bytearray(b"a\n"), None):
+        with pytest.raises(TypeError):
+            message.LINE_END_BYTES(bad)
+
+
 # Messages' lines as an mbox reader meets them: envelope lines, escaped ones, `From` cut short.
 MARKED_PIECES = [b"From ", b"From", b"rom ", b"F", b">", b">>", b"\n", b"\r\n", b"\r", b" ", b"x", b"\xff", b"\nFrom x 10:00\n"]
 MARKED_BLOCK = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(MARKED_PIECES), max_size=40).map(b"".join))

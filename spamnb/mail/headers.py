@@ -55,38 +55,48 @@ def lf_view(data: bytes) -> bytes:
 
 def split_message(data: bytes) -> tuple[bytes, bytes, bytes]:
     """(envelope line, header block with its final newline, the rest from the blank line on)."""
-    parts = split_lf(data)
-    cut = len(parts[0]) + len(parts[1])
+    at, cut = message_cuts(data)
+    return data[:at], data[at:cut], data[cut:]
+
+
+def message_cuts(data: bytes) -> tuple[int, int]:
+    """Where `split_message` cuts: the end of the envelope line, and the end of the header block."""
+    at, cut = lf_cuts(data)
     # Only a bare CR before the cut LF rules find can end the header block earlier.
     if data.find(b"\r", 0, cut) < 0 or not BARE_CR.search(data, 0, cut):
-        return parts
-    envelope, head, _ = split_lf(lf_view(data))
-    cut = len(envelope) + len(head)
-    return data[: len(envelope)], data[len(envelope) : cut], data[cut:]
+        return at, cut
+    return lf_cuts(lf_view(data))
 
 
-def split_lf(data: bytes) -> tuple[bytes, bytes, bytes]:
-    """split_message of mail whose lines end in LF or CR LF."""
-    envelope = b""
+def lf_cuts(data: bytes) -> tuple[int, int]:
+    """message_cuts of mail whose lines end in LF or CR LF."""
+    at = 0
     if data.startswith(b"From "):
-        cut = data.find(b"\n") + 1 or len(data)
-        envelope, data = data[:cut], data[cut:]
-    if data.startswith((b"\n", b"\r\n")):
-        return envelope, b"", data
-    # The first LF followed by an empty line: the same cut as BLANK_LINE.search, by two
-    # plain searches (a regex starting with an optional byte scans 10x slower).  The
-    # second goes no further than the first's find, not through the whole of LF-only
-    # mail.  (An LF CR LF before an
-    # LF LF at i starts at most at i - 2, and so ends before i + 2.)
-    lf = data.find(b"\n\n")
+        at = data.find(b"\n") + 1 or len(data)
+    if data.startswith((b"\n", b"\r\n"), at):
+        return at, at
+    cut = (BLANK_LINE_END or blank_line_end)(data, at)
+    return at, len(data) if cut < 0 else cut
+
+
+def blank_line_end(data: bytes, start: int) -> int:
+    """Where the header block of mail in LF or CR LF lines ends, from `start` (as bytes.find
+    takes it) on: after the first LF followed by an empty line, LF or CR LF; -1 if none."""
+    # The same cut as BLANK_LINE.search, by two plain searches (a regex starting with an
+    # optional byte scans 10x slower).  The second goes no further than the first's find,
+    # not through the whole of LF-only mail.  (An LF CR LF before an LF LF at i starts at
+    # most at i - 2, and so ends before i + 2.)
+    lf = data.find(b"\n\n", start)
     end = len(data) if lf < 0 else lf + 2
     # An LF CR LF holds a CR: a search for one byte spares LF-only mail the three-byte one.
-    crlf = data.find(b"\n\r\n", 0, end) if data.find(b"\r", 0, end) >= 0 else -1
+    crlf = data.find(b"\n\r\n", start, end) if data.find(b"\r", start, end) >= 0 else -1
     ends = [i for i in (lf, crlf) if i >= 0]
-    if not ends:
-        return envelope, data, b""
-    newline_end = min(ends) + 1
-    return envelope, data[:newline_end], data[newline_end:]
+    return min(ends) + 1 if ends else -1
+
+
+# blank_line_end in C, where it was built (spamnb/text/_ctokens.c): bytes.find of a two-byte
+# needle compares at every byte of the block; the C finds each LF by memchr.
+BLANK_LINE_END = compiled.scanner_function("blank_line_end")
 
 
 def without_verdict(head: bytes, names: tuple[bytes, ...] | None = None) -> bytes:
@@ -96,7 +106,7 @@ def without_verdict(head: bytes, names: tuple[bytes, ...] | None = None) -> byte
     # Most mail has none: one case-blind search for a piece of both names (VERDICT_HINT) says
     # so without a lowered copy of the block; else a plain search of the lowered block, in a
     # fifth of the time the pattern takes to scan it.
-    if names is None and not VERDICT_HINT.search(head):
+    if names is None and not (VERDICT_HINTED or verdict_hinted)(head):
         return head
     lowered = head.lower()
     if names is None:
@@ -114,6 +124,16 @@ def without_verdict(head: bytes, names: tuple[bytes, ...] | None = None) -> byte
         kept.append(head[at : match.start()])
         at = match.end()
     return b"".join(kept) + head[at:]
+
+
+def verdict_hinted(head: bytes) -> bool:
+    """Whether VERDICT_HINT is found in `head`."""
+    return VERDICT_HINT.search(head) is not None
+
+
+# verdict_hinted in C, where it was built: the pattern's search stops at every `-` of the block
+# and tries the rest there by the regex engine; the C finds each `-` by memchr and compares.
+VERDICT_HINTED = compiled.scanner_function("verdict_hinted")
 
 
 def field_lines(names: tuple[bytes, ...]) -> re.Pattern[bytes]:
@@ -247,11 +267,16 @@ def unstamped(data: bytes, limit: int | None = None) -> bytes:
     megabytes of forged verdict headers must not hide the body from one and not the other)."""
     if limit is not None:
         data = data[: limit + HEADROOM]
-    _, head, rest = split_message(data)
-    head = without_verdict(head)
+    at, cut = message_cuts(data)
+    head = data[at:cut]
+    kept = without_verdict(head)
+    if kept is head:
+        # No verdict field (most mail): the message from its header block on, not a copy of its pieces.
+        return data[at:] if limit is None else data[at : at + limit]
+    rest = data[cut:]
     if limit is None:
-        return head + rest
-    return (head + rest[:limit])[:limit]
+        return kept + rest
+    return (kept + rest[:limit])[:limit]
 
 
 # The fields that delivery adds to a message on its way (an MTA's Received, the

@@ -8,8 +8,11 @@
  * spamnb.bayes.vocabulary.local_rows counts them, tokens' columns looked up (in a dict,
  * or in a hash table of a model's token blob as the chunk is counted), named fields taken
  * out of a header block's bytes, as spamnb.mail.headers.field_lines(names).sub removes them,
- * the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them, and a
- * vocabulary grown by a chunk's tokens, as spamnb.bayes.vocabulary.Vocabulary.grow grows it.
+ * the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them, a
+ * vocabulary grown by a chunk's tokens, as spamnb.bayes.vocabulary.Vocabulary.grow grows it,
+ * where a header block ends and whether it may hold a verdict field, as
+ * spamnb.mail.headers.blank_line_end and verdict_hinted tell, and a message's line ends'
+ * bytes, as spamnb.mail.message.line_end_bytes counts them.
  *
  * Python decides what is tokenised (which texts, lowercasing, CJK bigrams, prefixes); this
  * module only scans one str for the words of tokens.word_pattern and filters them, or for
@@ -88,31 +91,38 @@ lowered_latin1(const Py_UCS1 *data, Py_ssize_t start, Py_ssize_t end)
     return out;
 }
 
-/* text[start:end] (lowered, with `lower`: text is then one-byte), with `prefix` before it
- * when prefix is not empty. */
+/* word_string of a text or prefix that is not ASCII. */
 static PyObject *
-word_string(PyObject *text, int ascii, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix, int lower)
+other_word_string(PyObject *text, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix, int lower)
 {
-    Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
-    if (ascii && (plen == 0 || PyUnicode_IS_ASCII(prefix))) {
-        PyObject *out = PyUnicode_New(plen + end - start, 127);
-        if (out == NULL)
-            return NULL;
-        Py_UCS1 *dest = PyUnicode_1BYTE_DATA(out);
-        if (plen)
-            memcpy(dest, PyUnicode_DATA(prefix), (size_t)plen);
-        if (lower)
-            for (Py_ssize_t i = start; i < end; i++)
-                dest[plen + i - start] = latin1_lower[((const Py_UCS1 *)data)[i]];
-        else
-            memcpy(dest + plen, (const char *)data + start, (size_t)(end - start));
-        return out;
-    }
     PyObject *word = lower ? lowered_latin1(data, start, end) : PyUnicode_Substring(text, start, end);
-    if (word == NULL || plen == 0)
+    if (word == NULL || PyUnicode_GET_LENGTH(prefix) == 0)
         return word;
     PyObject *out = PyUnicode_Concat(prefix, word);
     Py_DECREF(word);
+    return out;
+}
+
+/* text[start:end] (lowered, with `lower`: text is then one-byte), with `prefix` before it
+ * when prefix is not empty.  Inlined in the scanner's loop: as a call, it saved and restored
+ * its registers for every word. */
+static inline Py_ALWAYS_INLINE PyObject *
+word_string(PyObject *text, int ascii, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *prefix, int lower)
+{
+    Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
+    if (!ascii || (plen != 0 && !PyUnicode_IS_ASCII(prefix)))
+        return other_word_string(text, data, start, end, prefix, lower);
+    PyObject *out = PyUnicode_New(plen + end - start, 127);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *dest = PyUnicode_1BYTE_DATA(out);
+    if (plen)
+        memcpy(dest, PyUnicode_DATA(prefix), (size_t)plen);
+    if (lower)
+        for (Py_ssize_t i = start; i < end; i++)
+            dest[plen + i - start] = latin1_lower[((const Py_UCS1 *)data)[i]];
+    else
+        memcpy(dest + plen, (const char *)data + start, (size_t)(end - start));
     return out;
 }
 
@@ -400,8 +410,25 @@ tags(PyObject *module, PyObject *text)
     int kind = PyUnicode_KIND(text);
     const char *data = PyUnicode_DATA(text);
     char *buf = NULL; /* the text so far, of the same kind: a tag of 2 or more characters becomes 1 */
-    if (kind == PyUnicode_1BYTE_KIND)
-        CUT_TAGS(Py_UCS1)
+    if (kind == PyUnicode_1BYTE_KIND) {
+        /* One-byte text (most pages) goes from `>` to `>` by memchr, and the last `<` before
+         * each is found by memchr too: the loop above compares every character twice. */
+        const char *at = data, *end = data + n, *gt;
+        while ((gt = memchr(at, '>', (size_t)(end - at))) != NULL) {
+            for (const char *lt = memchr(at, '<', (size_t)(gt - at)); lt != NULL; lt = memchr(lt + 1, '<', (size_t)(gt - lt - 1)))
+                open = lt - data;
+            Py_ssize_t i = gt - data;
+            if (open >= 0) {
+                if (buf == NULL && (buf = PyMem_Malloc((size_t)n)) == NULL)
+                    return PyErr_NoMemory();
+                len = copy_span(buf, len, data, kind, pos, open);
+                buf[len++] = ' ';
+                pos = i + 1;
+                open = -1;
+            }
+            at = gt + 1;
+        }
+    }
     else if (kind == PyUnicode_2BYTE_KIND)
         CUT_TAGS(Py_UCS2)
     else
@@ -1661,6 +1688,107 @@ without_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+PyDoc_STRVAR(blank_line_end_doc,
+"blank_line_end(data, start) -> int\n\n"
+"Where the header block of mail (bytes) in LF or CR LF lines ends, from `start` (as bytes.find\n"
+"takes it) on: after the first LF followed by an empty line, LF or CR LF; -1 if none.  As\n"
+"spamnb.mail.headers.blank_line_end finds it.");
+
+/* bytes.find of LF LF compares at every byte of the block; here memchr finds each LF and only
+ * the bytes after it are looked at. */
+static PyObject *
+blank_line_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "blank_line_end() takes bytes and an int");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    /* Clipped, not refused, past either end of any bytes, as bytes.find takes its start. */
+    Py_ssize_t at = PyNumber_AsSsize_t(args[1], NULL);
+    if (at < 0 && (at += n) < 0)
+        at = 0;
+    while (at < n) {
+        const unsigned char *lf = memchr(s + at, '\n', (size_t)(n - at));
+        if (lf == NULL)
+            break;
+        Py_ssize_t i = lf - s;
+        if ((i + 1 < n && s[i + 1] == '\n') || (i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n'))
+            return PyLong_FromSsize_t(i + 1);
+        at = i + 1;
+    }
+    return PyLong_FromLong(-1);
+}
+
+PyDoc_STRVAR(verdict_hinted_doc,
+"verdict_hinted(head) -> bool\n\n"
+"Whether a header block (bytes) holds `-spam` then `nb` or `-checker-version`, ASCII case-blind:\n"
+"spamnb.mail.headers.VERDICT_HINT's search.");
+
+/* Whether s[at:n] starts with `text` (lowercase ASCII), ASCII case-blind. */
+static int
+starts_blind(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, const char *text)
+{
+    Py_ssize_t size = (Py_ssize_t)strlen(text);
+    if (size > n - at)
+        return 0;
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (ascii_lower(s[at + i]) != (unsigned char)text[i])
+            return 0;
+    return 1;
+}
+
+/* The pattern's search stops at every `-` and tries the rest there by the regex engine; here
+ * memchr finds each `-` and the names' letters are compared. */
+static PyObject *
+verdict_hinted(PyObject *module, PyObject *head)
+{
+    if (!PyBytes_Check(head)) {
+        PyErr_SetString(PyExc_TypeError, "verdict_hinted() takes bytes");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(head);
+    Py_ssize_t n = PyBytes_GET_SIZE(head), at = 0;
+    while (at < n) {
+        const unsigned char *dash = memchr(s + at, '-', (size_t)(n - at));
+        if (dash == NULL)
+            break;
+        at = dash - s + 1;
+        if (starts_blind(s, n, at, "spam") && (starts_blind(s, n, at + 4, "nb") || starts_blind(s, n, at + 4, "-checker-version")))
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
+PyDoc_STRVAR(line_end_bytes_doc,
+"line_end_bytes(data) -> int\n\n"
+"How many bytes of `data` (bytes) are LF or CR: data.count(b'\\n') + data.count(b'\\r'), as\n"
+"spamnb.mail.message.line_end_bytes counts them.");
+
+/* How many bytes of s[:n] are `c`, found by memchr. */
+static Py_ssize_t
+count_byte(const unsigned char *s, Py_ssize_t n, int c)
+{
+    Py_ssize_t count = 0;
+    for (const unsigned char *at = memchr(s, c, (size_t)n); at != NULL; at = memchr(at + 1, c, (size_t)(s + n - at - 1)))
+        count++;
+    return count;
+}
+
+/* bytes.count of one byte compares every byte in turn; memchr skips the lines' text. */
+static PyObject *
+line_end_bytes(PyObject *module, PyObject *data)
+{
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "line_end_bytes() takes bytes");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    return PyLong_FromSsize_t(count_byte(s, n, '\n') + count_byte(s, n, '\r'));
+}
+
 PyDoc_STRVAR(marked_lines_doc,
 "marked_lines(block) -> list[int]\n\n"
 "Where each line of `block` (bytes) that starts with `>*From ` starts, in order: the starts of\n"
@@ -1764,12 +1892,15 @@ static PyMethodDef methods[] = {
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {"without_fields", (PyCFunction)(void (*)(void))without_fields, METH_FASTCALL, without_fields_doc},
     {"marked_lines", marked_lines, METH_O, marked_lines_doc},
+    {"blank_line_end", (PyCFunction)(void (*)(void))blank_line_end, METH_FASTCALL, blank_line_end_doc},
+    {"verdict_hinted", verdict_hinted, METH_O, verdict_hinted_doc},
+    {"line_end_bytes", line_end_bytes, METH_O, line_end_bytes_doc},
     {"grown", grown, METH_VARARGS, grown_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, look-ups, fields' removal, an mbox's marked lines and a vocabulary's growth in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, look-ups, fields' removal, an mbox's marked lines, a vocabulary's growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
