@@ -214,18 +214,16 @@ def fuzz_messages(reference: object, named: list[tuple[str, bytes]]) -> int:
     return bad
 
 
-def random_scores(rng: random.Random) -> tuple[list[float], list[bool], float, list[float] | None]:
+def random_scores(rng: random.Random) -> tuple[list[float], list[bool], float]:
     """Held-out log-odds of two classes (a spread and a gap as train's folds give, at times
-    with any float among them), an outlier share, and half the time the scores' weights
-    (calibration.refitted's, in (0, 1])."""
+    with any float among them) and an outlier share."""
     n = rng.randrange(1, 3000)
     spread, gap = rng.choice([1.0, 10.0, 40.0]), rng.choice([0.0, 5.0, 30.0])
     positive = [rng.random() < 0.4 for _ in range(n)]
     z = [rng.gauss(gap if p else -gap, spread) for p in positive]
     if rng.random() < 0.1:
         z[rng.randrange(n)] = rng.choice([float("inf"), float("-inf"), float("nan"), 1e308, -1e308, 5e-324, 0.0])
-    weights = [max(rng.random(), 1e-6) ** rng.choice([0.1, 1.0]) for _ in range(n)] if rng.random() < 0.5 else None
-    return z, positive, rng.choice([1e-6, 0.0, 0.01]), weights
+    return z, positive, rng.choice([1e-6, 0.0, 0.01])
 
 
 def fuzz_fits(reference: object, rng: random.Random, n: int) -> int:

@@ -70,16 +70,14 @@ def words(text: str, options: dict) -> tuple[str, object]:
     return outcome(lambda: tokenizer(options).words(text))
 
 
-def calibrated(log_odds: list[float], positive: list[bool], outlier: float, weights: list[float] | None = None) -> tuple[str, object]:
-    """Platt's fit on held-out scores (each with its weight) and the ham-loss floor over it, with
-    and without its label-noise share (spamnb.models.calibration), and each score's P
-    (`probability`, as every scorer's `Scoring.probability` takes it)."""
+def calibrated(log_odds: list[float], positive: list[bool], outlier: float) -> tuple[str, object]:
+    """Platt's fit on held-out scores and the ham-loss floor over it (spamnb.models.calibration),
+    and each score's P (`probability`, as every scorer's `Scoring.probability` takes it)."""
     from spamnb.models import calibration
 
-    def fit() -> tuple[tuple[float, float], float, float, list[float]]:
-        fitted = calibration.fit_platt(log_odds, positive, outlier=outlier, weights=weights)
-        floors = [calibration.ham_loss_floor(log_odds, positive, fitted, weights=weights, noise=noise) for noise in (True, False)]
-        return fitted, *floors, [calibration.probability(s) for s in log_odds]
+    def fit() -> tuple[tuple[float, float], float, list[float]]:
+        fitted = calibration.fit_platt(log_odds, positive, outlier=outlier)
+        return fitted, calibration.ham_loss_floor(log_odds, positive, fitted), [calibration.probability(s) for s in log_odds]
 
     return outcome(fit)
 

@@ -123,15 +123,9 @@ SCORE = st.one_of(st.floats(-300, 300), st.floats())
 
 @needs_compiled
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(
-    st.lists(st.tuples(SCORE, st.booleans(), st.floats(1e-9, 1.0)), min_size=1, max_size=300),
-    st.sampled_from([calibration.OUTLIER_SHARE, 0.0, 0.01, 0.5]),
-    st.booleans(),
-)
-def test_platts_fit_is_the_sources_to_the_bit(interpreted: Interpreted, scored: list[tuple[float, bool, float]], outlier: float, weighed: bool) -> None:
+@given(st.lists(st.tuples(SCORE, st.booleans()), min_size=1, max_size=300), st.sampled_from([calibration.OUTLIER_SHARE, 0.0, 0.01, 0.5]))
+def test_platts_fit_is_the_sources_to_the_bit(interpreted: Interpreted, scored: list[tuple[float, bool]], outlier: float) -> None:
     """C doubles and libm in the compiled loops (calibration.pxd), Python floats in the source:
-    the same curve and floors, with the history's weights (calibration.refitted) or without,
-    compared by repr (every bit of a float, NaN alike)."""
-    z, positive = [s for s, _, _ in scored], [p for _, p, _ in scored]
-    weights = [w for _, _, w in scored] if weighed else None
-    assert repr(calibrated(z, positive, outlier, weights)) == repr(interpreted("calibrated", [(z, positive, outlier, weights)])[0])
+    the same curve and floor, compared by repr (every bit of a float, NaN alike)."""
+    z, positive = [s for s, _ in scored], [p for _, p in scored]
+    assert repr(calibrated(z, positive, outlier)) == repr(interpreted("calibrated", [(z, positive, outlier)])[0])

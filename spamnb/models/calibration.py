@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from typing import Any, Protocol, TypeVar
 
     S = TypeVar("S", bound="Refittable")
-    # A history's score: (log-odds, class, its class's learnt messages when it was scored).
-    Held = tuple[float, int, int]
 
     class Refittable(Protocol):
         """A scoring as `refitted` changes it (`scoring.Scoring`, which imports this module)."""
@@ -69,19 +67,15 @@ def log_add(u: float, v: float) -> float:
     return u + math.log1p(math.exp(v - u))
 
 
-def fit_platt(
-    log_odds: Sequence[float], positive: Sequence[bool], iterations: int = 100, outlier: float = OUTLIER_SHARE, weights: Sequence[float] | None = None
-) -> tuple[float, float]:
+def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: int = 100, outlier: float = OUTLIER_SHARE) -> tuple[float, float]:
     """Platt's (a, b) for P = sigmoid(a z + b), fitted as if each message's label came from
-    outlier + (1 - 2 outlier) P (see OUTLIER_SHARE), by Fisher scoring on the log-loss,
-    each message's term times its weight (None: 1 each, the plain fit to the bit).
+    outlier + (1 - 2 outlier) P (see OUTLIER_SHARE), by Fisher scoring on the log-loss.
 
     Targets are Platt's smoothed labels, (N+ + 1) / (N+ + 2) and 1 / (N- + 2), so a
     perfectly separated training set still gets a finite slope.
     """
     z = [float(v) for v in log_odds]
     pos = [bool(v) for v in positive]
-    w = [1.0] * len(z) if weights is None else [float(v) for v in weights]
     n_pos = sum(pos)
     n_neg = len(pos) - n_pos
     if n_pos == 0 or n_neg == 0:
@@ -89,21 +83,20 @@ def fit_platt(
     t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
     t = [t_pos if p else t_neg for p in pos]
     # Start from a scale that puts the scores in a sane range.
-    total = math.fsum(w)
-    mean = math.fsum([wi * v for wi, v in zip(w, z, strict=True)]) / total
-    std = math.sqrt(math.fsum([wi * (v - mean) ** 2 for wi, v in zip(w, z, strict=True)]) / total)
+    mean = math.fsum(z) / len(z)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in z) / len(z))
     a, b = 1.0 / max(std, 1e-6), 0.0
     if not outlier < 0.5:
         raise ValueError(f"an outlier share of {outlier} leaves the sigmoid no part in the labels")
     log_outlier = math.log(outlier) if outlier > 0 else -math.inf  # -inf for no outliers: then plain Platt
     log_keep = math.log1p(-2.0 * outlier)
-    loss = log_loss(z, t, w, a, b, log_outlier, log_keep)
+    loss = log_loss(z, t, a, b, log_outlier, log_keep)
     for _ in range(iterations):
-        step_a, step_b = fisher_step(z, t, w, a, b, log_outlier, log_keep)
+        step_a, step_b = fisher_step(z, t, a, b, log_outlier, log_keep)
         # Halve the step while it does not lower the loss; the loss where the step lands is the
         # next step's (one pass over the scores fewer per step).
         scale = 1.0
-        while (trial := log_loss(z, t, w, a - scale * step_a, b - scale * step_b, log_outlier, log_keep)) > loss and scale > 1e-6:
+        while (trial := log_loss(z, t, a - scale * step_a, b - scale * step_b, log_outlier, log_keep)) > loss and scale > 1e-6:
             scale /= 2
         a, b, loss = a - scale * step_a, b - scale * step_b, trial
         if max(abs(scale * step_a), abs(scale * step_b)) < 1e-10:
@@ -113,11 +106,11 @@ def fit_platt(
     return a, b
 
 
-def fisher_step(z: list[float], t: list[float], weights: list[float], a: float, b: float, log_outlier: float, log_keep: float) -> tuple[float, float]:
+def fisher_step(z: list[float], t: list[float], a: float, b: float, log_outlier: float, log_keep: float) -> tuple[float, float]:
     """Fisher scoring's step (a, b) -> (a - step_a, b - step_b) on `fit_platt`'s loss over
-    scores z with targets t and weights."""
+    scores z with targets t."""
     gz = g1 = hzz = hz = h1 = 0.0
-    for zi, ti, wi in zip(z, t, weights, strict=True):
+    for zi, ti in zip(z, t, strict=True):
         s = a * zi + b
         p = probability(s)
         log_p, log_not_p = log_sigmoids(s)
@@ -125,10 +118,10 @@ def fisher_step(z: list[float], t: list[float], weights: list[float], a: float, 
         # no p or 1 - p that rounds to 0 divides: dq/q = (1 - p) in_q, dq/(1 - q) = p in_not_q.
         in_q = probability(log_keep + log_p - log_outlier)
         in_not_q = probability(log_keep + log_not_p - log_outlier)
-        g = wi * ((1 - ti) * p * in_not_q - ti * (1 - p) * in_q)  # d loss / d s; plain Platt: p - t
+        g = (1 - ti) * p * in_not_q - ti * (1 - p) * in_q  # d loss / d s; plain Platt: p - t
         # Fisher scoring: the expected Hessian dq^2 / (q (1 - q)) is never negative (with
         # no outliers it is Newton's p (1 - p), as in Platt's fit).
-        w = wi * max(p * (1 - p) * in_q * in_not_q, 1e-12)
+        w = max(p * (1 - p) * in_q * in_not_q, 1e-12)
         gz += g * zi
         g1 += g
         hzz += w * zi * zi
@@ -140,59 +133,41 @@ def fisher_step(z: list[float], t: list[float], weights: list[float], a: float, 
     return (h1 * gz - hz * g1) / det, (hzz * g1 - hz * gz) / det
 
 
-def log_loss(z: list[float], t: list[float], weights: list[float], a: float, b: float, log_outlier: float, log_keep: float) -> float:
+def log_loss(z: list[float], t: list[float], a: float, b: float, log_outlier: float, log_keep: float) -> float:
     # -(t log q + (1 - t) log(1 - q)) with q = outlier + (1 - 2 outlier) sigmoid(a z + b), in
     # logs: stable at both ends, and plain Platt's loss for no outliers.
     total = 0.0
-    for zi, ti, wi in zip(z, t, weights, strict=True):
+    for zi, ti in zip(z, t, strict=True):
         s = a * zi + b
         log_p, log_not_p = log_sigmoids(s)
         log_q = log_add(log_outlier, log_keep + log_p)
         log_not_q = log_add(log_outlier, log_keep + log_not_p)
-        total += wi * (ti * log_q + (1 - ti) * log_not_q)
+        total += ti * log_q + (1 - ti) * log_not_q
     return -total
 
 
-def ham_loss_floor(
-    log_odds: Sequence[float],
-    positive: Sequence[bool],
-    calibration: tuple[float, float],
-    budget: float = HAM_LOSS,
-    weights: Sequence[float] | None = None,
-    noise: bool = True,
-) -> float:
+def ham_loss_floor(log_odds: Sequence[float], positive: Sequence[bool], calibration: tuple[float, float], budget: float = HAM_LOSS) -> float:
     """The P a spam verdict must exceed so that the ham it loses stays within `budget` of
-    the ham, estimated on held-out log-odds of learnt messages (each counted with its
-    weight; None: 1 each).
+    the ham, estimated on held-out log-odds of learnt messages.
 
-    Each message above the floor may be ham with its calibrated P(ham), and with `noise`
-    at least with a label-noise share 1 / (2 (n + 1)), the Jeffreys estimate of a rate
-    never seen in n messages: the fewer messages learnt, the fewer may be flagged before
-    the expected ham among them exceeds the budget.  0 when all fit within it.
+    Each message above the floor may be ham with its calibrated P(ham), and at least
+    with a label-noise share 1 / (2 (n + 1)), the Jeffreys estimate of a rate never seen
+    in n messages: the fewer messages learnt, the fewer may be flagged before the
+    expected ham among them exceeds the budget.  0 when all fit within it.
     """
     z = [float(v) for v in log_odds]
-    w = [1.0] * len(z) if weights is None else [float(v) for v in weights]
-    ham = [wi for wi, p in zip(w, positive, strict=True) if not p]
-    if not ham or not z:
+    n_ham = sum(not p for p in positive)
+    if n_ham == 0 or not z:
         return 0.0
-    share = 0.5 / (len(z) + 1) if noise else 0.0
+    noise = 0.5 / (len(z) + 1)
     a, b = calibration
-    total, limit = 0.0, budget * math.fsum(ham)
-    # Ties' order does not change the sum where it first exceeds.
-    for i in sorted(range(len(z)), key=z.__getitem__, reverse=True):
-        s = a * z[i] + b
-        total += w[i] * (share + (1.0 - 2.0 * share) * probability(-s))
+    total, limit = 0.0, budget * n_ham
+    for zi in sorted(z, reverse=True):  # ties' order does not change the sum where it first exceeds
+        s = a * zi + b
+        total += noise + (1.0 - 2.0 * noise) * probability(-s)
         if total > limit:
             return probability(s)
     return 0.0
-
-
-def fitted(log_odds: Sequence[float], positive: Sequence[bool], weights: Sequence[float] | None = None, noise: bool = True) -> tuple[tuple[float, float], float]:
-    """Platt's calibration and the ham-loss floor over it, fitted on held-out scores (each with
-    its weight; None: 1 each), the floor with or without its label-noise share (`noise`): the
-    one fit of `train`, `eval` and every learn (`refitted`)."""
-    calibration = fit_platt(log_odds, positive, weights=weights)
-    return calibration, ham_loss_floor(log_odds, positive, calibration, weights=weights, noise=noise)
 
 
 # The learn plan's refits (`eval --online`, single learns, a `train` too small to fit on
@@ -209,16 +184,9 @@ def fit_points(n: int) -> bool:
     return n in (100, 200, 400, 800, FIT_EVERY) or (n > FIT_EVERY and n % FIT_EVERY == 0)
 
 
-# A score the model had right by more than this (spam above it in log-odds, ham below minus
-# it) opens `refitted`'s weights: a learner of errors, whose history holds only mistakes and
-# near misses, keeps the plain fit.
-GATE_MARGIN = 10.0
-
-
-def added(history: list[Held], scores: Iterable[Held]) -> bool:
-    """Add (log-odds, class, count) triples to `history` in turn, each a learnt message's
-    score before it was learnt (held out) and its class's learnt messages then, trimmed to
-    HISTORY_MAX; whether a refit point was passed."""
+def added(history: list[tuple[float, int]], scores: Iterable[tuple[float, int]]) -> bool:
+    """Add (log-odds, class) pairs to `history` in turn, each a learnt message's score before
+    it was learnt (held out), trimmed to HISTORY_MAX; whether a refit point was passed."""
     due = False
     for score in scores:
         history.append(score)
@@ -228,7 +196,7 @@ def added(history: list[Held], scores: Iterable[Held]) -> bool:
     return due
 
 
-def trimmed(history: list[Held]) -> list[Held]:
+def trimmed(history: list[tuple[float, int]]) -> list[tuple[float, int]]:
     """A history read back (the model's and its journal's scores) as `added` would have kept it."""
     drop = 0
     while len(history) - drop > HISTORY_MAX:
@@ -236,36 +204,14 @@ def trimmed(history: list[Held]) -> list[Held]:
     return history[drop:]
 
 
-def counted(history: Iterable[tuple[float, int, int | None]], docs: Sequence[int]) -> list[Held]:
-    """A history read back, each score with its class's learnt messages when it was scored;
-    a score read without that count (a model or journal record from before it was kept) is
-    taken as scored by the model file it comes with, of `docs` messages per class."""
-    return [(s, c, int(docs[c]) if n is None else n) for s, c, n in history]
-
-
-def gate(history: Sequence[Held]) -> float:
-    """The share of the history's scores that lay more than GATE_MARGIN on their class's side."""
-    if not history:
-        return 0.0
-    right = sum(1 for s, c, _ in history if (s > GATE_MARGIN if c == 1 else s < -GATE_MARGIN))
-    return right / len(history)
-
-
-def refitted(scoring: S, history: Sequence[Held], docs: Sequence[int]) -> S:
+def refitted(scoring: S, history: Sequence[tuple[float, int]]) -> S:
     """`scoring` with Platt's calibration and the ham-loss floor fitted on a history of
-    held-out scores (`fitted`); as it was while the history lacks a class.  Each score weighs
-    (n / N)^g: n its class's learnt messages when it was scored, N that class's now (`docs`),
-    g the history's `gate`.  A score taken when the model held a tenth of today's ham tells
-    less about today's model.  Once the gate is open (g > 0) the floor sums Platt's expected
-    ham alone, without the label-noise share, which capped the flagged messages at a share of
-    the history whatever their scores; a learner of errors (g = 0) keeps the plain fit.
-    Nothing else changes: a cut-off the user set stays the cut-off, and the numeric features'
-    weight (`--meta`) stays as `train` fitted it."""
-    z = [s for s, _, _ in history]
-    positive = [c == 1 for _, c, _ in history]
+    held-out scores; as it was while the history lacks a class.  Nothing else changes: a
+    cut-off the user set stays the cut-off, and the numeric features' weight (`--meta`)
+    stays as `train` fitted it."""
+    z = [s for s, _ in history]
+    positive = [c == 1 for _, c in history]
     if all(positive) or not any(positive):
         return scoring
-    g = gate(history)
-    weights = None if g == 0 else [(max(n, 1) / max(docs[c], 1)) ** g for _, c, n in history]
-    calibration, floor = fitted(z, positive, weights, noise=g == 0)
-    return scoring.replace(calibration=calibration, spam_floor=floor)
+    calibration = fit_platt(z, positive)
+    return scoring.replace(calibration=calibration, spam_floor=ham_loss_floor(z, positive, calibration))

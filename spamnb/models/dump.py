@@ -9,9 +9,8 @@ The dump is of the model as every command sees it, its journal's changes include
   line 1      a JSON object: format, version, the tokeniser settings, the scoring, the
               messages learnt per class, the numbers of token and digest lines, the token
               lines' columns, the numeric features' moments (with --meta), and the
-              calibration's history, [log-odds, class, class count when scored] triples
-              (spamnb.models.calibration; a dump without it restores an empty one, [log-odds,
-              class] pairs restore as calibration.counted reads a score without its count)
+              calibration's history, [log-odds, class] pairs (spamnb.models.calibration;
+              a dump without it restores an empty one)
   then        one line per token, in the model's (sorted) order: the token, then its
               counts, tab-separated (`tf_ham tf_spam df_ham df_spam`, and the weighted
               sums where the scoring weights); in a token `\\`, tab and CR are escaped
@@ -66,7 +65,7 @@ def dump(model: Model, out: BinaryIO) -> None:
     if "meta" in arrays:
         head["meta"] = arrays["meta"].tolist()
     if model.history:
-        head["history"] = [[s, c, n] for s, c, n in model.history]
+        head["history"] = [[s, c] for s, c in model.history]
     out.write(json.dumps(head, sort_keys=True).encode() + b"\n")
     for token, counts in zip(tokens, per_token.tolist(), strict=True):
         out.write(b"\t".join([ESCAPED.sub(lambda m: ESCAPES[m.group()], token), *(str(c).encode() for c in counts)]) + b"\n")
@@ -137,18 +136,13 @@ def restore(stream: BinaryIO, name: str) -> Model:
             raise ModelError(f"{name}: not a spamnb dump (the numeric features' moments are not (2, W, W))")
     if "history" in head:
         try:
-            scores = [(float(s), int(c), *(int(v) for v in n)) for s, c, *n in head["history"]]
-            if any(c not in (0, 1) for _, c, *_ in scores):
+            pairs = [(float(s), int(c)) for s, c in head["history"]]
+            if any(c not in (0, 1) for _, c in pairs):
                 raise ValueError("a class other than 0 (ham) or 1 (spam)")
-            widths = {len(s) for s in scores}
-            if len(widths) > 1 or not widths <= {2, 3}:
-                raise ValueError("neither all [log-odds, class] nor all [log-odds, class, count]")
         except (TypeError, ValueError, OverflowError) as err:
             raise ModelError(f"{name}: not a spamnb dump (the calibration's history: {err})") from err
-        arrays["history"] = np.array([s[0] for s in scores], dtype=np.float64)
-        arrays["history_class"] = np.array([s[1] for s in scores], dtype=np.uint8)
-        if scores and len(scores[0]) == 3:
-            arrays["history_count"] = np.array([s[2] for s in scores], dtype=np.int64)
+        arrays["history"] = np.array([s for s, _ in pairs], dtype=np.float64)
+        arrays["history_class"] = np.array([c for _, c in pairs], dtype=np.uint8)
     return store.from_arrays(arrays, name, growable=False)
 
 

@@ -10,11 +10,10 @@ model atomically and removes the journal; a learn that grows the journal past
 
 File: a header (`MAGIC`, the identity of the model it applies to, a CRC of both),
 then records (`REC`, payload length, CRC of the payload; the payload one line
-`DIGEST BEFORE AFTER [FEATURES] [s=SCORE h=COUNT]` then `COUNT TOKEN` lines; FEATURES, the message's
+`DIGEST BEFORE AFTER [FEATURES] [s=SCORE]` then `COUNT TOKEN` lines; FEATURES, the message's
 numeric features joined by commas, where the model scores them: spamnb.bayes.meta; SCORE,
-a message learnt anew, its log-odds before it was learnt, and COUNT, its class's learnt
-messages then, for the calibration's history: spamnb.models.calibration; a record written
-before the count was kept has none), or a scoring record, one line `scoring A B FLOOR`: the
+a message learnt anew, its log-odds before it was learnt, for the calibration's history:
+spamnb.models.calibration), or a scoring record, one line `scoring A B FLOOR`: the
 calibration and ham-loss floor refitted by a learn, which readers use instead of the model's.  The identity is a checksum of the
 model's zip directory, which holds every member's CRC: once the model is rewritten
 (a fold), the old journal no longer applies and is ignored, so a reader between the
@@ -68,23 +67,14 @@ class Entry:
     """One learn: the message's digest, its class before and after (None: not learnt),
     its distinct tokens with their counts, its numeric features (None: not scored), and
     `score`: its log-odds before this learn (0 while the model lacked a class), where it is
-    learnt anew (None otherwise), a held-out score for the calibration's history, with
-    `count`, its class's learnt messages when it was scored (None: a record from before it
-    was kept)."""
+    learnt anew (None otherwise), a held-out score for the calibration's history."""
 
-    __slots__ = ("after", "before", "count", "digest", "numeric", "score", "tokens")
+    __slots__ = ("after", "before", "digest", "numeric", "score", "tokens")
 
     def __init__(
-        self,
-        digest: bytes,
-        before: int | None,
-        after: int | None,
-        tokens: dict[str, int],
-        numeric: list[int] | None = None,
-        score: float | None = None,
-        count: int | None = None,
+        self, digest: bytes, before: int | None, after: int | None, tokens: dict[str, int], numeric: list[int] | None = None, score: float | None = None
     ) -> None:
-        self.digest, self.before, self.after, self.tokens, self.numeric, self.score, self.count = digest, before, after, tokens, numeric, score, count
+        self.digest, self.before, self.after, self.tokens, self.numeric, self.score = digest, before, after, tokens, numeric, score
 
     def payload(self) -> bytes:
         first = b"%s %s %s" % (self.digest.hex().encode(), CLASS_CODES[self.before], CLASS_CODES[self.after])
@@ -92,8 +82,6 @@ class Entry:
             first += b" " + b",".join(b"%d" % v for v in self.numeric)
         if self.score is not None:
             first += b" s=" + repr(self.score).encode()
-            if self.count is not None:
-                first += b" h=%d" % self.count
         lines = [first, *(b"%d %s" % (n, t.encode("utf-8", "surrogatepass")) for t, n in self.tokens.items())]
         return b"\n".join(lines)
 
@@ -101,13 +89,7 @@ class Entry:
     def parse(cls, payload: bytes) -> Entry:
         first, *rest = payload.split(b"\n")
         digest, before, after, *numbers = first.split(b" ")
-        score = held = None
-        if numbers and numbers[-1].startswith(b"h="):
-            held = int(numbers.pop()[2:])
-            if not 0 <= held <= trust.MAX_COUNT:
-                raise ValueError("a class count out of range")
-            if not numbers or not numbers[-1].startswith(b"s="):
-                raise ValueError("a class count without its score")
+        score = None
         if numbers and numbers[-1].startswith(b"s="):
             score = float(numbers.pop()[2:])
             if not math.isfinite(score):
@@ -123,7 +105,7 @@ class Entry:
             tokens[token.decode("utf-8", "surrogatepass")] = int(count)
         if len(digest) != 32 or before not in CODE_CLASSES or after not in CODE_CLASSES or not 1 <= min(tokens.values(), default=1) <= max(tokens.values(), default=1) <= trust.MAX_COUNT:
             raise ValueError("a record of the wrong form")
-        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric, score, held)
+        return cls(bytes.fromhex(digest.decode("ascii")), CODE_CLASSES[before], CODE_CLASSES[after], tokens, numeric, score)
 
     def changes(self) -> list[tuple[int, int]]:
         return changes(self.before, self.after)
@@ -187,8 +169,8 @@ def changes(before: int | None, after: int | None) -> list[tuple[int, int]]:
 class Journal:
     """What a model's journal changes: `docs` per class, per token (tf ham, tf spam,
     df ham, df spam), the numeric features' `moments` (spamnb.bayes.meta), and per digest its
-    class now (None: forgotten); `history`, the scores its learns carry ((log-odds, class,
-    class count when scored or None: calibration.counted), in order), and `fitted`, its last scoring record (None: none)."""
+    class now (None: forgotten); `history`, the scores its learns carry ((log-odds, class),
+    in order), and `fitted`, its last scoring record (None: none)."""
 
     def __init__(self, path: str, size: int = 0) -> None:
         self.path, self.size, self.good_size = path, size, size
@@ -196,7 +178,7 @@ class Journal:
         self.moments = meta.empty_moments()
         self.tokens: dict[str, list[int]] = {}
         self.learnt: dict[bytes, int | None] = {}
-        self.history: list[tuple[float, int, int | None]] = []
+        self.history: list[tuple[float, int]] = []
         self.fitted: Fitted | None = None
         self.entries = 0
 
@@ -218,7 +200,7 @@ class Journal:
                 delta[df] += sign
         self.learnt[entry.digest] = entry.after
         if entry.score is not None and entry.after is not None:
-            self.history.append((entry.score, entry.after, entry.count))
+            self.history.append((entry.score, entry.after))
         self.entries += 1
 
     # What every reader of the model (store.load's arrays, the pipe's OneModel) takes its

@@ -104,8 +104,7 @@ class Model:
     it was read: the file's sorted tokens, growing on them, a dictionary).
     `learnt` maps the digest of every message learnt to its class (nb.HAM / nb.SPAM).
     `moments`: the numeric features' moments per class (spamnb.bayes.meta), int64 (2, WIDTH, WIDTH).
-    `history`: the calibration's history (spamnb.models.calibration), (log-odds, class, class
-    count when scored) triples.
+    `history`: the calibration's history (spamnb.models.calibration), (log-odds, class) pairs.
     `scoring_only`: opened for scoring only (learnt digests not read, arrays mapped
     read-only), never saved.  (A plain class: see nb.Counts.)
     """
@@ -119,7 +118,7 @@ class Model:
         learnt: dict[bytes, int] | None = None,
         scoring_only: bool = False,
         moments: np.ndarray | None = None,
-        history: list[tuple[float, int, int]] | None = None,
+        history: list[tuple[float, int]] | None = None,
     ) -> None:
         self.tokens = tokens if tokens is not None else TokenSettings()
         self.scoring = scoring if scoring is not None else Scoring()

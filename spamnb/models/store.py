@@ -19,9 +19,7 @@ Arrays (V tokens, M learnt messages):
                     only in a model that scores them (scoring's "meta")
   history           (H,) float64: the calibration's history (spamnb.models.calibration), each
                     learnt message's log-odds before it was learnt; history_class (H,) uint8
-                    its class; history_count (H,) int64 its class's learnt messages then (a file
-                    from before it was kept has none: calibration.counted).  Only where there is
-                    one (version 7 has none: an empty history)
+                    its class.  Only where there is one (version 7 has none: an empty history)
 Nothing is pickled: loading never executes code.  Members are stored uncompressed,
 so that `load(path, scoring_only=True)` maps the file and reads only the pages a
 message's tokens touch: scoring one message costs nearly the same with 10,000 or
@@ -124,7 +122,7 @@ def passes(check: Callable[[dict], None], arrays: dict[str, np.ndarray]) -> bool
 # The members of a model file in the order `save` writes them.
 MEMBERS = (
     "weighted", "weighted_totals", "format", "version", "tokens", "offsets", "tf", "df", "docs", "settings", "scoring",
-    "learnt", "learnt_class", "meta", "history", "history_class", "history_count",
+    "learnt", "learnt_class", "meta", "history", "history_class",
 )
 
 
@@ -133,11 +131,7 @@ def to_arrays(model: Model, prepared: Prepared | None = None) -> dict[str, np.nd
     given) and those of its scoring and calibration."""
     counts, arrays, _ = (prepared or Prepared(model))()
     scores = model.history
-    history = {
-        "history": np.array([s for s, _, _ in scores], np.float64),
-        "history_class": np.array([c for _, c, _ in scores], np.uint8),
-        "history_count": np.array([n for _, _, n in scores], np.int64),
-    } if scores else {}
+    history = {"history": np.array([s for s, _ in scores], np.float64), "history_class": np.array([c for _, c in scores], np.uint8)} if scores else {}
     totals = {}
     if counts.weighted is not None:
         event = model.scoring.event_model()
@@ -305,11 +299,10 @@ def with_journal(model: Model, changes: journal.Journal) -> Model:
         base = np.concatenate([counts.tf[:, cols], counts.df[:, cols]]).T.tolist()  # per token: tf ham, tf spam, df ham, df spam
         now = np.array(changes.now(names, base)[0], dtype=np.int64).T
         counts.tf[:, cols], counts.df[:, cols] = now[:2], now[2:]
-    base_docs = counts.docs.tolist()
-    counts.docs = np.array(changes.docs_now(base_docs), dtype=np.int64)
+    counts.docs = np.array(changes.docs_now(counts.docs.tolist()), dtype=np.int64)
     model.moments = np.array(changes.moments_now(model.moments.tolist()), dtype=np.int64)
     changes.learnt_into(model.learnt)
-    model.history = calibration.trimmed(model.history + calibration.counted(changes.history, base_docs))
+    model.history = calibration.trimmed(model.history + changes.history)
     if changes.fitted is not None:  # a learn's refit (spamnb.models.calibration)
         model.scoring = changes.fitted.applied_to(model.scoring)
     return model
@@ -442,14 +435,11 @@ def copied(a: dict[str, np.ndarray], tokens: TokenSettings, scoring: Scoring) ->
     )
 
 
-def saved_history(a: dict[str, np.ndarray]) -> list[tuple[float, int, int]]:
+def saved_history(a: dict[str, np.ndarray]) -> list[tuple[float, int]]:
     """The calibration's history (spamnb.models.calibration); a model without one (version 7): empty."""
-    if not any(k in a for k in HISTORY):
+    if "history" not in a and "history_class" not in a:
         return []
-    return calibration.counted(trust.history_of(trust.of_numpy({k: a[k] for k in HISTORY if k in a})), a["docs"].tolist())
-
-
-HISTORY = ("history", "history_class", "history_count")
+    return trust.history_of(trust.of_numpy({k: a[k] for k in ("history", "history_class") if k in a}))
 
 
 def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | None:
@@ -460,7 +450,7 @@ def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | No
 
 # Members a model file may lack: the offsets (computed when absent) and the weighted sums
 # of a model without a weighting, the numeric features' moments of one without --meta.
-OPTIONAL = ("offsets", "weighted", "meta", *HISTORY)
+OPTIONAL = ("offsets", "weighted", "meta", "history", "history_class")
 
 
 def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:
@@ -498,7 +488,7 @@ def of_members(path: str, members: Members, mapped: bool) -> Model:
     except ValueError as err:
         raise ModelError(f"{path}: not a spamnb model ({err})") from err
     try:
-        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class", *HISTORY) if k in a}
+        arrays = {k: numpy_view(mm, a[k]) for k in ("offsets", "tf", "df", "docs", "weighted", "meta", "learnt", "learnt_class", "history", "history_class") if k in a}
         scoring = Scoring.from_json(a["scoring"].text())
         tokens = TokenSettings.from_json(a["settings"].text())
         if not mapped:

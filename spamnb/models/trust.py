@@ -44,7 +44,7 @@ def check_weight(weight: float) -> None:
 
 
 # The members a reader of a model validates besides npzview.REQUIRED, where the file has them.
-OPTIONAL = ("offsets", "weighted", "weighted_totals", "meta", "history", "history_class", "history_count")
+OPTIONAL = ("offsets", "weighted", "weighted_totals", "meta", "history", "history_class")
 
 
 def validate(path: str, a: dict) -> None:
@@ -86,26 +86,20 @@ def validate(path: str, a: dict) -> None:
             raise ValueError("weighted sums' totals that are not their sums")
 
 
-def history_of(a: dict) -> list[tuple[float, int, int | None]]:
+def history_of(a: dict) -> list[tuple[float, int]]:
     """The calibration's history (spamnb.models.calibration) a model file holds: (log-odds,
-    class, class count when scored) triples, finite, of ham or spam, the counts within
-    MAX_COUNT (None each in a file from before they were kept: calibration.counted);
-    ValueError for one that is not."""
+    class) pairs, finite, of ham or spam; ValueError for one that is not."""
     import math
 
     if "history" not in a or "history_class" not in a:
         raise ValueError("a calibration history without its classes" if "history" in a else "calibration history classes without their scores")
     scores, classes = a["history"], a["history_class"]
-    counts = a["history_count"].items() if "history_count" in a else [None] * scores.shape[0] if len(scores.shape) == 1 else []
-    if len(scores.shape) != 1 or scores.shape != classes.shape or ("history_count" in a and a["history_count"].shape != scores.shape):
-        shapes = [a[k].shape for k in ("history", "history_class", "history_count") if k in a]
-        raise ValueError(f"a calibration history of shapes {', '.join(map(str, shapes))}")
-    triples = list(zip(scores.items(), classes.items(), counts, strict=True))
-    if not all(math.isfinite(s) and c <= 1 for s, c, _ in triples):
+    if len(scores.shape) != 1 or scores.shape != classes.shape:
+        raise ValueError(f"a calibration history of shapes {scores.shape}, {classes.shape}")
+    pairs = list(zip(scores.items(), classes.items(), strict=True))
+    if not all(math.isfinite(s) and c <= 1 for s, c in pairs):
         raise ValueError("a calibration history of other than finite scores of ham or spam")
-    if "history_count" in a and not all(0 <= n <= MAX_COUNT for _, _, n in triples):
-        raise ValueError("a calibration history of class counts out of range")
-    return triples
+    return pairs
 
 
 def check_score(p: float) -> float:
@@ -142,7 +136,6 @@ SPEC: dict[str, tuple[str, int, int]] = {
     "meta": ("i", 3, 8),
     "history": ("f", 1, 8),
     "history_class": ("u", 1, 1),
-    "history_count": ("iu", 1, 8),
 }
 
 
@@ -211,7 +204,7 @@ def check_history(a: dict) -> None:
     """The calibration history's rules (`history_of`), where `a` holds one.  With
     `check_kinds`, all `check_values` asks of arrays that hold no counts: a save checks
     its model's counts before the calibration is fitted, the history after (store.Prepared)."""
-    if "history" in a or "history_class" in a or "history_count" in a:
+    if "history" in a or "history_class" in a:
         history_of(a)
 
 

@@ -192,15 +192,14 @@ def learn_items(model_path: str, items: Callable[[int], Iterable[tuple[str, Item
             distinct = Counter(tokens)
             # Its score before the learn: 0 (no evidence) while the model lacks a class, as eval --online scores it.
             score = (model.log_odds_of(distinct, numeric=numeric) if min(model.docs) > 0 else 0.0) if done == "learnt" else None
-            held = None if after is None else model.docs[after]  # the class's learnt messages when scored
-            entry = journal.Entry(key, before, after, dict(distinct), numeric, score, held)
+            entry = journal.Entry(key, before, after, dict(distinct), numeric, score)
             if score is not None:
                 history = model.history() if history is None else history
-                due = calibration.added(history, [(score, after, held)]) or due
+                due = calibration.added(history, [(score, after)]) or due
             model.learn(entry)  # in memory: the next message is scored after this one
             entries.append(entry)
         if due:
-            fitted = calibration.refitted(model.scoring, history, model.docs)
+            fitted = calibration.refitted(model.scoring, history)
             if fitted != model.scoring:
                 entries.append(journal.Fitted(fitted.calibration, fitted.spam_floor))
         size = journal.append(model_path, model.identity, model.journal, entries)

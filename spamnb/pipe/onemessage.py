@@ -109,7 +109,7 @@ class OneModel:
             self.weighted = self.weighted_sums(a, n) if self.weighting != formulas.UNWEIGHTED else None
             trust.check_moments_saved(self.scoring.meta, "meta" in a)
             self.base_moments = trust.moments_lists(a["meta"]) if "meta" in a else meta.empty_moments()
-            self._history = {k: a[k] for k in ("history", "history_class", "history_count") if k in a}  # read by a learn only
+            self._history = (a["history"], a["history_class"]) if "history" in a else None  # trust.validate checked them
         except ModelError:
             raise
         except RecursionError as err:
@@ -178,10 +178,10 @@ class OneModel:
             return None
         return again
 
-    def history(self) -> list[tuple[float, int, int]]:
+    def history(self) -> list[tuple[float, int]]:
         """The calibration's history (spamnb.models.calibration): the model file's scores, then its journal's."""
-        base = trust.history_of(self._history) if self._history else []
-        return calibration.trimmed(calibration.counted(base + self.journal.history, self.base_docs))
+        base = list(zip(self._history[0].items(), self._history[1].items(), strict=True)) if self._history is not None else []
+        return calibration.trimmed(base + self.journal.history)
 
     def now(self) -> dict[str, list[int]]:
         """The journal's tokens' counts, the model's and the journal's together."""

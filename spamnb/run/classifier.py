@@ -328,10 +328,9 @@ def calibrate_on(model: Model, sample: list[Sampled], jobs: int = 1, meanwhile: 
     else:  # a fold's messages are all the model has of a class: 0 (no evidence), as a single learn scores them
         z = np.zeros(len(y))
     # Messages learnt anew only, as single learns score them (a moved one's score before its move was not held out).
-    held = held_out_counts(model.counts.docs, y)
-    new = [(s, c, n) for s, c, n, f in zip(z.tolist(), y.tolist(), held, fresh, strict=True) if f]
+    new = [(s, c) for s, c, f in zip(z.tolist(), y.tolist(), fresh, strict=True) if f]
     if calibration.added(model.history, new) and not enough_to_fit(y):
-        model.scoring = calibration.refitted(model.scoring, model.history, model.counts.docs.tolist())
+        model.scoring = calibration.refitted(model.scoring, model.history)
 
 
 class Sample(NamedTuple):
@@ -712,18 +711,6 @@ def held_out_log_odds(
     return odds
 
 
-def held_out_counts(docs: np.ndarray, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> list[int]:
-    """Each learnt message's class count (classes y, inside `docs`) in the model that gave its
-    held-out score (`held_out_log_odds`' folds): the calibration history's counts."""
-    part = np.arange(len(y)) % k
-    out = np.zeros(len(y), np.int64)
-    for fold in range(k):
-        for c in (nb.HAM, nb.SPAM):
-            rows = (part == fold) & (y == c)
-            out[rows] = int(docs[c]) - int(rows.sum())
-    return out.tolist()
-
-
 def held_out_possible(counts: nb.Counts, y: np.ndarray, k: int = CALIBRATION_FOLDS) -> bool:
     """Whether the model without each of `held_out_log_odds`' folds of messages (classes y,
     inside `counts`) still holds both classes."""
@@ -826,7 +813,5 @@ def calibrated(scoring: Scoring, odds: np.ndarray, ratios: np.ndarray | None, y:
         weight = fit_meta_weight(odds, ratios, y == nb.SPAM)
         odds = odds + weight * ratios
     z, positive = odds.tolist(), (y == nb.SPAM).tolist()
-    # Every score from a model of 4/5 of the messages: weighed alike; and a bulk learn learns all
-    # it is given, so the floor drops the label-noise share as an open gate does (calibration.refitted).
-    fit, floor = calibration.fitted(z, positive, noise=False)
-    return scoring.replace(calibration=fit, spam_floor=floor, meta_weight=weight)
+    fit = calibration.fit_platt(z, positive)
+    return scoring.replace(calibration=fit, spam_floor=calibration.ham_loss_floor(z, positive, fit), meta_weight=weight)

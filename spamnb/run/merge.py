@@ -207,5 +207,5 @@ def merge(
     report.dropped_tokens = drop_empty_tokens(target)
     target.scoring = target.scoring.replace(**fitted)
     # The parts' calibration histories, one after another: the scores single learns refit on next.
-    target.history = calibration.trimmed([score for model in models for score in model.history])
+    target.history = calibration.trimmed([pair for model in models for pair in model.history])
     return target, report

@@ -97,7 +97,7 @@ class Loaded:
     def learnt_class(self, digest: bytes) -> int | None:
         return self.model.learnt.get(digest)
 
-    def history(self) -> list[tuple[float, int, int]]:
+    def history(self) -> list[tuple[float, int]]:
         return list(self.model.history)
 
     def learn(self, entry: journal.Entry) -> None:
@@ -174,11 +174,10 @@ def run(
             done, after = journal.decided(before, cls, forget=False)
             if after != before:
                 score = log_odds if done == "learnt" else None  # as learnone scores a learn (0 before both classes are learnt)
-                held = model.docs[cls]
-                model.learn(journal.Entry(key, before, after, counts, numeric, score, held))
+                model.learn(journal.Entry(key, before, after, counts, numeric, score))
                 learnt += 1
-                if score is not None and calibration.added(history, [(score, cls, held)]):
-                    scoring = calibration.refitted(scoring, history, model.docs)
+                if score is not None and calibration.added(history, [(score, cls)]):
+                    scoring = calibration.refitted(scoring, history)
     return Online(scored, problems, learnt)
 
 
