@@ -37,8 +37,7 @@ LINE_END = Lazy(rb"\r\n|\r|\n")
 def parse_bounded(data: bytes) -> Any:
     """The message parsed from its first MAX_LINES lines: a SinglePart, or the email package's
     Message (raises mime.TooManyParts)."""
-    # A line holds at least its line end, so a shorter message has too few lines to
-    # count; and LF-only mail has no CR to count.
+    # A line holds at least its line end, so a shorter message has too few lines to count.
     if len(data) > MAX_LINES and (LINE_END_BYTES or line_end_bytes)(data) > MAX_LINES:
         for number, end in enumerate(LINE_END.finditer(data), 1):
             if number == MAX_LINES:

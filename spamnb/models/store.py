@@ -119,7 +119,8 @@ def passes(check: Callable[[dict], None], arrays: dict[str, np.ndarray]) -> bool
     return True
 
 
-# The members of a model file in the order `save` writes them.
+# The members of a model file in the order `save` writes them (every member is listed:
+# `to_arrays` orders by this and refuses one missing here rather than drop it).
 MEMBERS = (
     "weighted", "weighted_totals", "format", "version", "tokens", "offsets", "tf", "df", "docs", "settings", "scoring",
     "learnt", "learnt_class", "meta", "history", "history_class",
@@ -138,7 +139,7 @@ def to_arrays(model: Model, prepared: Prepared | None = None) -> dict[str, np.nd
         assert isinstance(event, events.Occurrences)  # model.Scoring lets only these weight
         totals = {"weighted_totals": event.vocabulary_sums(counts)}
     every = {**arrays, **totals, "scoring": np.array(model.scoring.to_json()), **history}
-    return {name: every[name] for name in MEMBERS if name in every}
+    return {name: every[name] for name in sorted(every, key=MEMBERS.index)}
 
 
 def checked(path: str, arrays: dict[str, np.ndarray], prepared: Prepared) -> None:
