@@ -36,3 +36,63 @@ def test_memory_a_task_frees_stays_for_the_next(jobs: int) -> None:
     # glibc's default maps the first 20 MB block apart and gives it back when freed (0 MB free after it).
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(jobs)], capture_output=True, text=True, check=True)
     assert int(done.stdout) >= 20 << 20
+
+
+# Each worker, as it ends, waits for the file that the parent makes once the map has returned
+# (or gives up after 30 s): the map's end must not wait for its workers to end.
+ENDING = """
+import os, signal, sys, time
+from multiprocessing import util
+from spamnb.run import parallel
+
+released = sys.argv[1]
+
+def wait_for_release():
+    for _ in range(300):
+        if os.path.exists(released):
+            return
+        time.sleep(0.1)
+    open(released + ".not-released", "w").close()
+
+def ended_by_a_signal(signum, frame):
+    wait_for_release()
+    os._exit(0)
+
+def step(state, n):
+    if state == []:  # first task of this worker: wait however it is made to end
+        state.append(util.Finalize(None, wait_for_release, exitpriority=0))
+        signal.signal(signal.SIGTERM, ended_by_a_signal)
+    return n * n
+
+print(sum(parallel.ordered_map(step, [], range(6), 2)))
+open(released, "w").close()
+parallel.join_ended()
+print(os.path.exists(released + ".not-released"))
+"""
+
+
+def test_a_map_that_ran_to_its_end_does_not_wait_for_its_workers_to_end(tmp_path) -> None:
+    done = subprocess.run([sys.executable, "-c", ENDING, str(tmp_path / "released")], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["55", "False"]
+
+
+# Every fork of a pool's workers, and the process's own end, counted with the threads then running.
+FORKS = """
+import os, threading
+from spamnb.run import parallel
+
+forks = []
+os.register_at_fork(before=lambda: forks.append(threading.active_count()))
+
+def step(state, n):
+    return n + state
+
+for i in range(3):
+    assert list(parallel.ordered_map(step, i, range(4), 2)) == [n + i for n in range(4)]
+print(forks)
+"""
+
+
+def test_no_pool_thread_runs_when_the_next_map_forks_its_workers() -> None:
+    done = subprocess.run([sys.executable, "-c", FORKS], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == str([1] * 6)

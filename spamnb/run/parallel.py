@@ -73,6 +73,18 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, HEAP_MAP_BLOCK)) and bool(mallopt(M_TRIM_THRESHOLD, HEAP_KEPT_FREE))
 
 
+# The pools of maps that ran to their end, closed: their workers end on their own while this
+# process goes on, instead of it waiting for each to free its memory.  Joined (by then at once)
+# before a pool is forked again, so that no pool's threads run at a fork; at exit,
+# multiprocessing's exit function ends them.
+ending: list[Any] = []
+
+
+def join_ended() -> None:
+    while ending:
+        ending.pop().join()
+
+
 def ordered_map(
     fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int, meanwhile: Callable[[], object] | None = None, ahead: int = AHEAD
 ) -> Iterator[R]:
@@ -82,7 +94,8 @@ def ordered_map(
     With one job, or a single task, no process is started.  `meanwhile`: work of this
     process's own, done while the workers do theirs: called once the tasks are out (as many
     as the read-ahead allows), before the first result is waited for; never where no
-    process is started.
+    process is started.  A map that runs to its end leaves its workers to end on their own
+    (`ending`); one that does not (an error, a consumer that stops) ends them first.
     """
     tasks = iter(tasks)
     keep_freed_memory()
@@ -95,6 +108,7 @@ def ordered_map(
         return
     import multiprocessing
 
+    join_ended()
     context = multiprocessing.get_context("fork")
     # Ctrl-C is held while the workers are forked, so that each ignores it before it can
     # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
@@ -103,7 +117,7 @@ def ordered_map(
         pool = context.Pool(jobs, initializer=_start_worker, initargs=(fn, state))
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    with pool:
+    try:
         pending: deque = deque()
         for task in itertools.chain(head, tasks):
             pending.append(pool.apply_async(_run, (task,)))
@@ -112,8 +126,14 @@ def ordered_map(
                     meanwhile()
                     meanwhile = None
                 yield pending.popleft().get()
+        # The last task is out: the workers are told to end as soon as the last result is in.
+        pool.close()
         if meanwhile:
             meanwhile()
         while pending:
             yield pending.popleft().get()
+    except BaseException:
+        pool.terminate()
+        raise
+    ending.append(pool)
 
