@@ -96,3 +96,33 @@ print(forks)
 def test_no_pool_thread_runs_when_the_next_map_forks_its_workers() -> None:
     done = subprocess.run([sys.executable, "-c", FORKS], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[0] == str([1] * 6)
+
+
+# With work of its own (`meanwhile`), the parent is one of the jobs: it takes tasks too once
+# that work is done.  A worker's task waits (30 s at most) until the parent has taken one.
+SHARED = """
+import os, sys, time
+from spamnb.run import parallel
+
+parent, flag, jobs = os.getpid(), sys.argv[1], int(sys.argv[2])
+calls = []
+
+def step(state, n):
+    if os.getpid() == parent:
+        open(flag, "a").close()
+    else:
+        for _ in range(300):
+            if os.path.exists(flag):
+                break
+            time.sleep(0.1)
+    return n * state, os.getpid()
+
+done = list(parallel.ordered_map(step, 3, range(7), jobs, meanwhile=lambda: calls.append(os.getpid())))
+print([n for n, _ in done] == [3 * n for n in range(7)], calls == [parent], parent in {pid for _, pid in done}, len({pid for _, pid in done} - {parent}) <= jobs - 1)
+"""
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_a_map_with_work_of_its_own_is_one_of_the_jobs_and_takes_tasks_once_it_is_done(tmp_path, jobs: int) -> None:
+    done = subprocess.run([sys.executable, "-c", SHARED, str(tmp_path / "flag"), str(jobs)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True"] * 4

@@ -275,7 +275,8 @@ def finish_learning(model: Model, sample: list[Sampled], jobs: int = 1, meanwhil
     (see nb.Counts.clamp), the calibration fitted on the `sample` of learnt messages.
     `meanwhile`: work of the caller's on the counts as they are now (the model's save
     prepared, store.Prepared), done in this process while the calibration's folds are
-    scored on the workers (`calibrate_on`); not called where no worker scores them."""
+    scored on the workers, before it scores the folds left (`calibrate_on`); not called
+    where no worker scores them."""
     model.counts.clamp()
     if sample:
         calibrate_on(model, sample, jobs, meanwhile)
@@ -699,8 +700,9 @@ def held_out_log_odds(
     """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
 
     The folds are independent, so `jobs` processes score them: they are train's serial
-    tail after the last chunk.  All k go out to the workers at once, and this process
-    does `meanwhile` (parallel.ordered_map) while they are scored.
+    tail after the last chunk.  All k go out to the workers at once; with `meanwhile`, this
+    process is one of the `jobs` and scores the folds left once it has done that
+    (parallel.shared_map).
     """
     part = np.arange(len(y)) % k
     folds = [fold for fold in range(k) if (part == fold).any()]

@@ -88,13 +88,12 @@ def join_ended() -> None:
 def ordered_map(
     fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int, meanwhile: Callable[[], object] | None = None, ahead: int = AHEAD
 ) -> Iterator[R]:
-    """`fn(state, task)` for each task over `jobs` forked processes; in order; at most
-    `jobs * ahead` tasks read ahead.
+    """`fn(state, task)` for each task over `jobs` processes; in order; at most `jobs *
+    ahead` tasks read ahead.
 
     With one job, or a single task, no process is started.  `meanwhile`: work of this
-    process's own, done while the workers do theirs: called once the tasks are out (as many
-    as the read-ahead allows), before the first result is waited for; never where no
-    process is started.  A map that runs to its end leaves its workers to end on their own
+    process's own, done while the workers do theirs (`shared_map`); never where no process
+    is started.  A map that runs to its end leaves its workers to end on their own
     (`ending`); one that does not (an error, a consumer that stops) ends them first.
     """
     tasks = iter(tasks)
@@ -106,30 +105,18 @@ def ordered_map(
     if len(head) < 2:
         yield from (fn(state, task) for task in head)
         return
-    import multiprocessing
-
-    join_ended()
-    context = multiprocessing.get_context("fork")
-    # Ctrl-C is held while the workers are forked, so that each ignores it before it can
-    # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        pool = context.Pool(jobs, initializer=_start_worker, initargs=(fn, state))
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    if meanwhile is not None:
+        yield from shared_map(fn, state, [*head, *tasks], jobs, meanwhile)
+        return
+    pool = started(jobs, fn, state)
     try:
         pending: deque = deque()
         for task in itertools.chain(head, tasks):
             pending.append(pool.apply_async(_run, (task,)))
             if len(pending) >= jobs * ahead:
-                if meanwhile:
-                    meanwhile()
-                    meanwhile = None
                 yield pending.popleft().get()
         # The last task is out: the workers are told to end as soon as the last result is in.
         pool.close()
-        if meanwhile:
-            meanwhile()
         while pending:
             yield pending.popleft().get()
     except BaseException:
@@ -137,3 +124,50 @@ def ordered_map(
         raise
     ending.append(pool)
 
+
+def shared_map(fn: Callable[[S, T], R], state: S, tasks: list[T], jobs: int, meanwhile: Callable[[], object]) -> Iterator[R]:
+    """`ordered_map` of a few `tasks` with this process's own work `meanwhile`: this
+    process is one of the `jobs`, so `jobs - 1` workers are forked; each of them, and this
+    process once `meanwhile` is done, takes the next task that none has taken, until none is
+    left.  No process then waits on the others' share, as with all the tasks handed out first."""
+    import multiprocessing
+
+    taken = multiprocessing.get_context("fork").Value("q", 0)  # the number of tasks taken, shared
+
+    def share(state: S, _: object = None) -> list[tuple[int, R]]:
+        done = []
+        while True:
+            with taken.get_lock():
+                i = taken.value
+                taken.value = i + 1
+            if i >= len(tasks):
+                return done
+            done.append((i, fn(state, tasks[i])))
+
+    pool = started(jobs - 1, share, state)
+    try:
+        shares = [pool.apply_async(_run, (None,)) for _ in range(jobs - 1)]
+        pool.close()
+        meanwhile()
+        results = dict(share(state))
+        for part in shares:
+            results.update(part.get())
+    except BaseException:
+        pool.terminate()
+        raise
+    ending.append(pool)
+    yield from (results[i] for i in range(len(tasks)))
+
+
+def started(jobs: int, fn: Callable[[S, T], R], state: S) -> Any:
+    """A pool of `jobs` forked workers, each holding `fn` and `state` (`_start_worker`)."""
+    import multiprocessing
+
+    join_ended()
+    # Ctrl-C is held while the workers are forked, so that each ignores it before it can
+    # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker, initargs=(fn, state))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
