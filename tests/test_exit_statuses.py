@@ -228,3 +228,30 @@ def test_commands_end_as_the_interpreter_would(args: list[str], model: Path, tmp
     assert status == (1 if args[0] == "train" and "README.md" in args[-1] else 0), stderr  # classify scores it, with a warning
     assert {"atexit", "thread"} <= set(left) and ("model.npz" in left or args[0] == "classify")
     assert args[0] == "train" or stdout.count("\n") >= 10
+
+
+# At the exit's atexit functions: how many models the process still holds.
+MODELS_AT_EXIT = """
+import atexit, gc, os, sys
+
+def count():
+    model = sys.modules.get("spamnb.models.model")
+    held = sum(isinstance(o, model.Model) for o in gc.get_objects()) if model else -1
+    with open(os.path.join(os.environ["SPAMNB_TEST_MODELS_AT_EXIT"], "models-at-exit"), "w") as out:
+        out.write(str(held))
+
+atexit.register(count)
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_train_through_the_console_script_ends_holding_its_model(jobs: str, tmp_path: Path) -> None:
+    """The console script's exit frees nothing (entry.console), so neither does train's end:
+    its model (a vocabulary of every token learnt) is held to the exit, not freed an
+    object at a time as the command returns."""
+    (tmp_path / "sitecustomize.py").write_text(MODELS_AT_EXIT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "SPAMNB_TEST_MODELS_AT_EXIT": str(tmp_path)}
+    args = [str(SPAMNB), "-q", "train", "-m", str(tmp_path / "model.npz"), "--jobs", jobs, "--index", str(SAMPLE / "index")]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (tmp_path / "models-at-exit").read_text() == "1"

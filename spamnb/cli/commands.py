@@ -137,7 +137,13 @@ def model_option(required_default: bool = True) -> Callable[[F], F]:
 class Finished(SystemExit):
     """The exit of a command that ran to its end having closed every file, lock, journal and
     pool it opened (`exits_at_once`): the console script (`spamnb.entry.console`) then ends
-    the process without the interpreter's teardown, which frees every object one by one."""
+    the process without the interpreter's teardown, which frees every object one by one.
+    `kept`: what the command returned (train's model), held to that end so that it is not
+    freed either, an object at a time, as the command returns."""
+
+    def __init__(self, code: int, kept: object = None) -> None:
+        super().__init__(code)
+        self.kept = kept
 
 
 def exits_at_once(command: click.Command) -> click.Command:
@@ -186,10 +192,10 @@ class OneLineErrors(click.Group):
             # Ctrl-C (click turns KeyboardInterrupt into Abort): the shell's 128 + SIGINT.
             click.echo("spamnb: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
-        status = status if isinstance(status, int) else 0
+        code = status if isinstance(status, int) else 0
         if getattr(self.ran, "exits_at_once", False):
-            raise Finished(status)
-        sys.exit(status)
+            raise Finished(code, status)
+        sys.exit(code)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Bare `spamnb` shows the help, as `spamnb --help` does (not as an error).
@@ -551,7 +557,7 @@ def train(
     jobs: int,
     dask_address: str | None,
     access: Any,
-) -> None:
+) -> Any:
     """Learn labelled mail into MODEL (created when missing).
 
     --min-count and --max-tokens prune the model after learning; pruned counts are
@@ -613,6 +619,7 @@ def train(
             warn(f"{model_path} holds no {name} yet: classify needs mail of both classes")
     if bad or result.never_learnt:
         ctx.exit(EXIT_PARTIAL)
+    return model  # kept to the process's end (Finished)
 
 
 @exits_at_once
