@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import subprocess
 import sys
 
@@ -126,3 +127,29 @@ print([n for n, _ in done] == [3 * n for n in range(7)], calls == [parent], pare
 def test_a_map_with_work_of_its_own_is_one_of_the_jobs_and_takes_tasks_once_it_is_done(tmp_path, jobs: int) -> None:
     done = subprocess.run([sys.executable, "-c", SHARED, str(tmp_path / "flag"), str(jobs)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True"] * 4
+
+
+# Each task reports the sizes of the pipes its worker holds open.
+PIPES = """
+import fcntl, os, stat
+from spamnb.run import parallel
+
+def step(state, n):
+    sizes = []
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                sizes.append(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+        except OSError:
+            pass
+    return sizes
+
+print(min(sizes.count(parallel.PIPE_SIZE) for sizes in parallel.ordered_map(step, None, range(4), 2)))
+"""
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux's pipe sizes")
+def test_a_workers_task_and_result_pipes_each_hold_a_megabyte() -> None:
+    # A chunk's messages, and their counts, pass without either side waiting for the other to read.
+    done = subprocess.run([sys.executable, "-c", PIPES], capture_output=True, text=True, check=True)
+    assert int(done.stdout) >= 2

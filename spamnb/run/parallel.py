@@ -160,7 +160,8 @@ def shared_map(fn: Callable[[S, T], R], state: S, tasks: list[T], jobs: int, mea
 
 
 def started(jobs: int, fn: Callable[[S, T], R], state: S) -> Any:
-    """A pool of `jobs` forked workers, each holding `fn` and `state` (`_start_worker`)."""
+    """A pool of `jobs` forked workers, each holding `fn` and `state` (`_start_worker`),
+    its pipes widened (`widen_pipes`)."""
     import multiprocessing
 
     join_ended()
@@ -168,6 +169,31 @@ def started(jobs: int, fn: Callable[[S, T], R], state: S) -> Any:
     # arrive (a worker killed by it mid-start left the pool to fork a deadlocked one).
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        return multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker, initargs=(fn, state))
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker, initargs=(fn, state))
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    widen_pipes(pool)
+    return pool
+
+
+# Linux's default fs.pipe-max-size: the most a process may ask without privilege.
+PIPE_SIZE = 1 << 20
+
+
+def widen_pipes(pool: Any) -> bool:
+    """The pool's task and result pipes made PIPE_SIZE; whether the system took it (Linux).
+
+    A task of train's (a chunk's messages) and its result (their counts) are about a
+    megabyte each.  Through a pipe's default 64 KiB, a worker writing its result waits for
+    this process's result thread to read it piece by piece, each piece waiting for the
+    interpreter lock this process's own loop holds, and the task thread waits for a worker
+    still busy with its last task: both sides wait on each other's turns.
+    """
+    try:
+        import fcntl
+
+        for end in (pool._inqueue._writer, pool._outqueue._reader):
+            fcntl.fcntl(end.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    except (ImportError, AttributeError, OSError):  # not Linux, or not allowed: the pipes stay as they were
+        return False
+    return True
