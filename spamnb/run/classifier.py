@@ -700,9 +700,9 @@ def held_out_log_odds(
     """Log-odds of each learnt message (already inside `counts`) by a model without its 1/k share of them.
 
     The folds are independent, so `jobs` processes score them: they are train's serial
-    tail after the last chunk.  All k go out to the workers at once; with `meanwhile`, this
-    process is one of the `jobs` and scores the folds left once it has done that
-    (parallel.shared_map).
+    tail after the last chunk.  Without `meanwhile` all k go out to the workers at once;
+    with it, this process is one of the `jobs` and scores the folds left once it has done
+    that (parallel.shared_map).
     """
     part = np.arange(len(y)) % k
     folds = [fold for fold in range(k) if (part == fold).any()]

@@ -89,7 +89,7 @@ def ordered_map(
     fn: Callable[[S, T], R], state: S, tasks: Iterable[T], jobs: int, meanwhile: Callable[[], object] | None = None, ahead: int = AHEAD
 ) -> Iterator[R]:
     """`fn(state, task)` for each task over `jobs` processes; in order; at most `jobs *
-    ahead` tasks read ahead.
+    ahead` tasks read ahead (all of them, with `meanwhile`).
 
     With one job, or a single task, no process is started.  `meanwhile`: work of this
     process's own, done while the workers do theirs (`shared_map`); never where no process
@@ -129,7 +129,8 @@ def shared_map(fn: Callable[[S, T], R], state: S, tasks: list[T], jobs: int, mea
     """`ordered_map` of a few `tasks` with this process's own work `meanwhile`: this
     process is one of the `jobs`, so `jobs - 1` workers are forked; each of them, and this
     process once `meanwhile` is done, takes the next task that none has taken, until none is
-    left.  No process then waits on the others' share, as with all the tasks handed out first."""
+    left.  Handed out all at once, tasks would wait in a busy worker's queue while this
+    process, its own work done, waited for them."""
     import multiprocessing
 
     taken = multiprocessing.get_context("fork").Value("q", 0)  # the number of tasks taken, shared
@@ -180,8 +181,8 @@ def started(jobs: int, fn: Callable[[S, T], R], state: S) -> Any:
 PIPE_SIZE = 1 << 20
 
 
-def widen_pipes(pool: Any) -> bool:
-    """The pool's task and result pipes made PIPE_SIZE; whether the system took it (Linux).
+def widen_pipes(pool: Any) -> None:
+    """The pool's task and result pipes made PIPE_SIZE, where the system lets them (Linux).
 
     A task of train's (a chunk's messages) and its result (their counts) are about a
     megabyte each.  Through a pipe's default 64 KiB, a worker writing its result waits for
@@ -195,5 +196,4 @@ def widen_pipes(pool: Any) -> bool:
         for end in (pool._inqueue._writer, pool._outqueue._reader):
             fcntl.fcntl(end.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
     except (ImportError, AttributeError, OSError):  # not Linux, or not allowed: the pipes stay as they were
-        return False
-    return True
+        pass
