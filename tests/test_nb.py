@@ -385,6 +385,26 @@ def test_fisher_leaves_out_a_list_servers_fields(event: str) -> None:
         assert scored[1] < scored[0] - 0.1  # learnt from ham only
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_fisher_scores_messages_bit_for_bit_as_without_their_uncounted_entries(seed: int) -> None:
+    """The entries scoring does not count (a list server's fields, field -1), known to the
+    model or not, are left out to the bit: the log-odds of the messages without them."""
+    rng = np.random.default_rng(seed)
+    X, y = random_counts(seed % 4, v=30)
+    counts = counts_of(X, y)
+    model = events.Fisher()
+    table, b = model.table(counts)
+    keys = nb.duplicate_keys(counts, least=1)
+    messages = [np.concatenate((rng.permutation(30)[: rng.integers(0, 12)], np.full(rng.integers(0, 3), -1))) for _ in range(rng.integers(1, 9))]
+    cols = np.concatenate(messages).astype(np.int64)
+    rows = Rows(cols, rng.integers(1, 4, len(cols)), np.array([len(m) for m in messages]), rng.integers(-1, 3, len(cols)))
+    kept = rows.fields >= 0
+    row_of = np.repeat(np.arange(len(rows.lengths)), rows.lengths)
+    without = Rows(cols[kept], rows.counts[kept], np.bincount(row_of[kept], minlength=len(rows.lengths)), rows.fields[kept])
+    assert model.log_odds(table, b, rows, keys).tobytes() == model.log_odds(table, b, without, keys).tobytes()
+
+
 @settings(max_examples=40, deadline=None)
 @given(TOKEN_LISTS, st.integers(0, 3))
 def test_fisher_by_field_is_the_same_however_the_fields_are_numbered(token_lists: list[list[str]], seed: int) -> None:

@@ -218,11 +218,8 @@ class Fisher(formulas.Fisher, EventModel):
         if rows.fields is None:
             return super().log_odds(table, b, rows, keys)
         counted = self.counted(rows.fields)
-        if not counted.all():
-            rows = rows.keep(counted)
-        n = len(rows.lengths)
-        e = self.entries(table, rows, keys)
-        return self.by_fields(e, b, n)
+        e = self.entries(table, rows, keys, None if counted.all() else counted)
+        return self.by_fields(e, b, len(rows.lengths))
 
     def explain(self, table: np.ndarray, b: float, rows: Rows, keys: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """Fisher's combining is not a sum, so its chi-square part is shared out: each token
@@ -234,7 +231,7 @@ class Fisher(formulas.Fisher, EventModel):
         part (`mean_weight`) is a sum already.  The rest: a message of neutral tokens (b)."""
         log_odds = float(self.log_odds(table, b, rows, keys)[0])
         kept = np.ones(len(rows.cols), bool) if rows.fields is None else self.counted(rows.fields)
-        e = self.entries(table, rows.keep(kept), keys)
+        e = self.entries(table, rows, keys, kept)
         fields = np.zeros(len(e.x), np.int64) if e.fields is None else e.fields
         unknown = np.zeros(len(e.unknown_rows), np.int64) if e.unknown_fields is None else e.unknown_fields
         width = int(max(fields.max(initial=0), unknown.max(initial=0))) + 1

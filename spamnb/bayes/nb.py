@@ -422,10 +422,14 @@ class EventModel(formulas.Event, ABC):
         sums = row_sums(e.rows, n, e.x, e.per_entry)
         return self.combine(sums, b, np.bincount(e.unknown_rows, minlength=n))
 
-    def entries(self, table: np.ndarray, rows: Rows, keys: np.ndarray | None) -> Entries:
+    def entries(self, table: np.ndarray, rows: Rows, keys: np.ndarray | None, counted: np.ndarray | None = None) -> Entries:
+        """`counted`: which entries scoring counts (None: all), left out here, not by a copy of
+        the messages' arrays first; an entry's weight is then that of its count in the whole
+        message, which is its own (`prepare`) for the model that leaves any out (Fisher)."""
         row_of = np.repeat(np.arange(len(rows.lengths)), rows.lengths)
         known = rows.cols >= 0
-        pick = np.flatnonzero(known)
+        scored = known if counted is None else known & counted
+        pick = np.flatnonzero(scored)
         # The keys are distinct (a message's columns are), so any sort gives this order; a
         # stable one (timsort) takes each message's keys, partly in order already, as runs.
         # Each array is then taken once, by the sorted entries' places.
@@ -434,7 +438,7 @@ class EventModel(formulas.Event, ABC):
         x = self.message_weights(rows.counts, rows.lengths)[pick]
         if keys is not None:
             x = x * duplicate_shares(at, cols, keys)
-        unknown = np.flatnonzero(~known)
+        unknown = np.flatnonzero(~known if counted is None else ~known & counted)
         fields = None if rows.fields is None else rows.fields[pick]
         unknown_fields = None if rows.fields is None else rows.fields[unknown]
         # `take` of whole rows: indexing a 2-D table by an array takes twice as long.

@@ -341,12 +341,6 @@ class Rows(NamedTuple):
             a, b = ends[at], ends[min(at + size, len(self.lengths))]
             yield Rows(self.cols[a:b], self.counts[a:b], self.lengths[at : at + size], None if self.fields is None else self.fields[a:b])
 
-    def keep(self, entries: np.ndarray) -> Rows:
-        """Every message, with only the entries where the boolean `entries` is true."""
-        row_of = np.repeat(np.arange(len(self.lengths)), self.lengths)
-        lengths = np.bincount(row_of[entries], minlength=len(self.lengths))
-        return Rows(self.cols[entries], self.counts[entries], lengths, None if self.fields is None else self.fields[entries])
-
 
 class Chunk(NamedTuple):
     """A chunk of messages over a chunk-local vocabulary: `rows`' columns index `tokens`.
