@@ -13,8 +13,8 @@ is compared with what their Python source makes of it in a process of its own
     token counter (vocabulary.COUNTED) on each batch's words against local_rows' numpy path,
     the look-ups (vocabulary.LOOKED_UP) of those words against dict.get, a vocabulary's growth by
     them (vocabulary.GROWN) against the pure path's, the counter with a
-    vocabulary's blob (vocabulary.INDEXED) against both, and the field heads
-    (tokens.HEADS) against the slices they stand for, the links' hosts (tokens.LINKS) against
+    vocabulary's blob (vocabulary.INDEXED) against both, and the field numbers
+    (tokens.FIELD_NUMBERS) against the pure path's, the links' hosts (tokens.LINKS) against
     the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the text
     lowered (tokens.LOWERED) against str.lower, the
     header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
@@ -83,7 +83,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
     the dotted words of those prefixed words; the links' hosts; the highest code point; the text lowered; the header block's fields; the openers;
-    the character references replaced; the fields' removal; the marked lines; the header block's end, the verdict's hint and the line ends' bytes; the token counter and the field heads on each batch's words."""
+    the character references replaced; the fields' removal; the marked lines; the header block's end, the verdict's hint and the line ends' bytes; the token counter and the field numbers on each batch's words."""
     import html
 
     from spamnb.mail import headers, message, sources
@@ -130,15 +130,27 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             done += 1
             counted += [got[1], prefixed] if got[0] == "returned" else [prefixed]
         every = [t for words in counted for t in words] + [text for text, _ in batch]
-        if not counts_agree(counted) or tokens.HEADS(every) != [t[: t.find(":") + 1] for t in every]:
+        if not counts_agree(counted) or not field_numbers_agree(every):
             bad += 1
-            print(f"  DIFFERENT counts or heads of the words of texts #{done - len(batch)} to #{done - 1}")
+            print(f"  DIFFERENT counts or field numbers of the words of texts #{done - len(batch)} to #{done - 1}")
     return bad
+
+
+def field_numbers_agree(every: list[str]) -> bool:
+    """tokens.FIELD_NUMBERS against the pure path's field numbers, of every word and text."""
+    from spamnb.text import tokens
+
+    got = tokens.field_numbers(every)
+    saved, tokens.FIELD_NUMBERS = tokens.FIELD_NUMBERS, None
+    try:
+        return got == tokens.field_numbers(every)
+    finally:
+        tokens.FIELD_NUMBERS = saved
 
 
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
-    and each message the same (column, count) entries; and the look-ups (vocabulary.LOOKED_UP)
+    and each message the same (column, count, field) entries; and the look-ups (vocabulary.LOOKED_UP)
     of those tokens in a vocabulary of every other one against dict.get, a vocabulary's growth by
     them (vocabulary.GROWN) against the pure path's, and the counter with
     that vocabulary's blob (vocabulary.Indexed) against both."""
@@ -146,17 +158,17 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
 
     from spamnb.bayes import vocabulary
 
-    got = vocabulary.local_rows(token_lists)
+    got = vocabulary.local_rows(token_lists, by_field=True)
     saved, vocabulary.COUNTED = vocabulary.COUNTED, None
     try:
-        want = vocabulary.local_rows(token_lists)
+        want = vocabulary.local_rows(token_lists, by_field=True)
     finally:
         vocabulary.COUNTED = saved
 
     def entries(rows: vocabulary.Rows) -> list[list[int]]:
         row = np.repeat(np.arange(len(rows.lengths)), rows.lengths)
         order = np.lexsort((rows.cols, row))
-        return [row[order].tolist(), rows.cols[order].tolist(), rows.counts[order].tolist()]
+        return [row[order].tolist(), rows.cols[order].tolist(), rows.counts[order].tolist(), rows.fields[order].tolist()]  # type: ignore[index]
 
     vocab = vocabulary.Vocabulary(got.tokens[::2])
     looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
@@ -166,9 +178,9 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
         want_columns = pure.grow(got.tokens)
     finally:
         vocabulary.GROWN = saved
-    looked_up = looked_up and grown.grow(got.tokens) == want_columns and grown.tokens == pure.tokens
+    looked_up = looked_up and grown.grow(got.tokens).tolist() == want_columns.tolist() and grown.tokens == pure.tokens
     blob = vocabulary.SEPARATOR.join(vocab.tokens).encode("utf-8", "surrogatepass")
-    indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)))
+    indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)), by_field=True)
     found = indexed.tokens == got.tokens and indexed.columns.tolist() == vocab.lookup(got.tokens) and entries(indexed.rows) == entries(got.rows)
     return looked_up and found and got.tokens == want.tokens and got.rows.lengths.tolist() == want.rows.lengths.tolist() and entries(got.rows) == entries(want.rows)
 
@@ -261,7 +273,7 @@ def main() -> int:
     built = [m.__name__ for m in (tokens, message, headers, calibration) if compiled.is_compiled(m) and m.__file__.startswith(os.path.abspath(args.build))]
     from spamnb.bayes import vocabulary
 
-    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.HEADS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or vocabulary.GROWN is None or headers.WITHOUT_FIELDS is None or headers.BLANK_LINE_END is None or headers.VERDICT_HINTED is None or message.LINE_END_BYTES is None or sources.MARKED is None:
+    if len(built) < 4 or tokens.SCANNER is None or tokens.CUT_TAGS is None or tokens.FIELD_NUMBERS is None or vocabulary.COUNTED is None or vocabulary.LOOKED_UP is None or vocabulary.GROWN is None or headers.WITHOUT_FIELDS is None or headers.BLANK_LINE_END is None or headers.VERDICT_HINTED is None or message.LINE_END_BYTES is None or sources.MARKED is None:
         print(f"fuzz: the extensions in {args.build} were not all imported (compiled: {built}, scanner: {tokens.SCANNER is not None})")
         return 1
     rng = random.Random(args.seed)

@@ -245,19 +245,19 @@ def joint_log_likelihood(model: Linear, counts: nb.Counts, X: Any) -> np.ndarray
 
 @contextlib.contextmanager
 def use_scanner(name: str) -> Iterator[str]:
-    """Tokenizers made inside use the compiled word scanner, tag cutter, field heads and links ("compiled",
+    """Tokenizers made inside use the compiled word scanner, tag cutter, field numbers and links ("compiled",
     skipped where they were not built or SPAMNB_PURE is set) or the pure-Python path ("pure")."""
     from spamnb.text import tokens
 
     if name == "compiled" and tokens.SCANNER is None:
         pytest.skip("compiled word scanner not built, or SPAMNB_PURE set")
-    saved = tokens.SCANNER, tokens.CUT_TAGS, tokens.HEADS, tokens.LINKS
+    saved = tokens.SCANNER, tokens.CUT_TAGS, tokens.FIELD_NUMBERS, tokens.LINKS
     if name != "compiled":
-        tokens.SCANNER = tokens.CUT_TAGS = tokens.HEADS = tokens.LINKS = None
+        tokens.SCANNER = tokens.CUT_TAGS = tokens.FIELD_NUMBERS = tokens.LINKS = None
     try:
         yield name
     finally:
-        tokens.SCANNER, tokens.CUT_TAGS, tokens.HEADS, tokens.LINKS = saved
+        tokens.SCANNER, tokens.CUT_TAGS, tokens.FIELD_NUMBERS, tokens.LINKS = saved
 
 
 class ConsoleScript:

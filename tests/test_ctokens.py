@@ -16,6 +16,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -472,7 +473,7 @@ def test_the_token_counter_takes_lists_of_strs_only() -> None:
 
     for bad in ((["a"],), [("a",)], [["a", b"b"]], [["a", Word("b")]], [[1]]):
         with pytest.raises(TypeError):
-            vocabulary.COUNTED(bad)
+            vocabulary.COUNTED(bad, None)
 
 
 @needs_scanner
@@ -495,20 +496,38 @@ def test_the_token_counter_counts_past_its_first_allocations() -> None:
 
 @needs_scanner
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.one_of(st.text(ANY_CHAR, max_size=12), st.sampled_from(["subject:a", "subject:b", "subject:", ":", "a:b:c", "\u00e9:x", "\u00e9:y", "中:z", "\U0001f600:w"])), max_size=40))
-def test_field_heads_are_the_slices_up_to_the_first_colon(tokens_: list[str]) -> None:
-    """tokens.HEADS (C) against the pure path's slices, and equal heads in a row one str."""
-    got = tokens.HEADS(tokens_)
-    assert got == [t[: t.find(":") + 1] for t in tokens_]
-    assert all(type(h) is str for h in got)
-    assert all(a is b for a, b in itertools.pairwise(got) if a == b and a)
+@given(st.lists(st.one_of(st.text(ANY_CHAR, max_size=12), st.sampled_from(["subject:a", "subject:b", "subject:", ":", "a:b:c", "list-id:x", "\u00e9:x", "\u00e9:y", "中:z", "\U0001f600:w"])), max_size=40))
+def test_field_numbers_are_the_pure_paths(tokens_: list[str]) -> None:
+    """tokens.FIELD_NUMBERS (C) against the pure path's numbers of the slices up to the first colon."""
+    got = tokens.field_numbers(tokens_), tokens.field_ids(tokens_)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokens, "FIELD_NUMBERS", None)
+        want = tokens.field_numbers(tokens_), tokens.field_ids(tokens_)
+    assert got[0] == want[0] == got[1].tolist() == want[1].tolist() and all(type(n) is int for n in got[0])
+    assert got[1].dtype == want[1].dtype == np.int64
 
 
 @needs_scanner
-def test_field_heads_take_a_list_of_strs_only() -> None:
+def test_field_numbers_take_a_list_of_strs_only() -> None:
     for bad in (("a:b",), ["a:b", b"c:d"], [1]):
         with pytest.raises(TypeError):
-            tokens.HEADS(bad)
+            tokens.FIELD_NUMBERS(bad, {"a:": 0})
+
+
+@needs_scanner
+def test_field_numbers_stop_where_the_list_changes_or_a_number_is_not_an_int() -> None:
+    class Shrinking(dict):
+        def __missing__(self, head: str) -> int:
+            listed.pop()
+            return 0
+
+    listed = ["a:1", "b:2", "c:3"]
+    with pytest.raises(RuntimeError):
+        tokens.FIELD_NUMBERS(listed, Shrinking())
+    with pytest.raises(KeyError):
+        tokens.FIELD_NUMBERS(["a:1"], {})
+    with pytest.raises(TypeError):
+        tokens.FIELD_NUMBERS(["a:1"], {"a:": "one"})
 
 
 @needs_scanner
@@ -529,7 +548,8 @@ def test_growth_is_the_pure_paths(known: list[str], chunks: list[list[str]]) -> 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(vocabulary, "GROWN", None)
         want = [pure.grow(tokens) for tokens in chunks]
-    assert [grown.grow(tokens) for tokens in chunks] == want
+    got = [grown.grow(tokens) for tokens in chunks]
+    assert [a.tolist() for a in got] == [a.tolist() for a in want] and all(a.dtype == b.dtype == np.int64 for a, b in zip(got, want, strict=True))
     assert grown.tokens == pure.tokens and grown.index == pure.index and grown.index.default_factory is None
 
 
@@ -594,15 +614,59 @@ def test_a_chunk_counted_against_a_blob_is_counted_then_looked_up_in_its_diction
 
 
 @needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.one_of(st.text(ANY_CHAR, max_size=8), st.sampled_from(["subject:a", "subject:b", "a", ":", "list-id:x", "received:r", "\u00e9:x", "\udcff:y"])), max_size=30), max_size=6),
+    st.booleans(),
+)
+def test_the_counter_gives_each_entry_its_tokens_field(lists: list[list[str]], against_blob: bool) -> None:
+    """vocabulary.local_rows(by_field=True): the C counter's fields, each entry's (alone, and
+    against a blob, whose entries it sorts), are the pure path's field_ids of the chunk's
+    tokens at the entries' columns; and local_rows' pure path gives the same."""
+    known = list(dict.fromkeys(t for tokens_ in lists for t in tokens_))[::3]
+    blob = "\n".join(known).encode("utf-8", "surrogatepass")
+    vocab = vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)) if against_blob else None
+    got = vocabulary.local_rows(lists, vocab, by_field=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokens, "FIELD_NUMBERS", None)
+        patch.setattr(vocabulary, "COUNTED", None)
+        want = tokens.field_ids(got.tokens)[got.rows.cols]
+        pure = vocabulary.local_rows(lists, by_field=True)
+    assert got.rows.fields.dtype == pure.rows.fields.dtype == np.int32  # type: ignore[union-attr]
+    assert got.rows.fields.tolist() == want.tolist()  # type: ignore[union-attr]
+    assert pure.rows.fields.tolist() == tokens.field_ids(pure.tokens)[pure.rows.cols].tolist() and pure.tokens == got.tokens  # type: ignore[union-attr]
+    assert vocabulary.local_rows(lists, vocab).rows.fields is None
+
+
+@needs_scanner
+def test_the_counter_asks_for_each_heads_number_after_counting() -> None:
+    """The heads' numbers are asked for in the order of the tokens, once per run of one head,
+    and an error there or a number past int32 is the counter's."""
+    asked = []
+
+    class Numbers(dict):
+        def __missing__(self, head: str) -> int:
+            asked.append(head)
+            return len(asked)
+
+    *_, fields = vocabulary.COUNTED([["a:1", "a:2", "b", "a:1"], ["c", "a:3"]], Numbers())
+    assert asked == ["a:", "", "a:"] and memoryview(fields).cast("i").tolist() == [1, 1, 2, 2, 3]
+    with pytest.raises(KeyError):
+        vocabulary.COUNTED([["a:1"]], {})
+    with pytest.raises(OverflowError):
+        vocabulary.COUNTED([["a:1"]], {"a:": 1 << 40})
+
+
+@needs_scanner
 def test_the_counter_refuses_a_table_or_starts_not_made_of_its_blob() -> None:
     blob = b"a\nb\nc"
     starts, table = vocabulary.INDEXED(blob)
     for bad in ((blob, starts, table[:-8]), (blob, starts, b""), (blob[:2], starts, table), (blob, bytes(starts[8:16]) + starts[8:], table)):
         with pytest.raises(ValueError):
-            vocabulary.COUNTED([["a"]], *bad)
+            vocabulary.COUNTED([["a"]], None, *bad)
     for bad in ([["a", b"b"]], [["\udcff", "\u00e9", 1]], [["\udcff"], ["a", "\udcff", ("x",)]]):  # a token encoded before the bad one
         with pytest.raises(TypeError):
-            vocabulary.COUNTED(bad, blob, starts, table)
+            vocabulary.COUNTED(bad, None, blob, starts, table)
     many = [f"t{i}" for i in range(9000)]
     big = "\n".join(many).encode()
     chunk = vocabulary.local_rows([[*many[::-1], "new", "t5"], ["t5", "t8999", "t5"]], vocabulary.Indexed(big, *vocabulary.INDEXED(big)))

@@ -19,6 +19,7 @@ import numpy as np
 
 from spamnb import compiled
 from spamnb.bayes import sortedtokens
+from spamnb.text.tokens import FieldNumbers, field_ids
 
 SEPARATOR = "\n"  # tokens never hold whitespace, so a newline can join them
 # Vocabulary.lookup in C where it was built (spamnb/text/_ctokens.c): batch scoring looks up
@@ -47,10 +48,10 @@ class Vocabulary:
         # map over get and a repeated default runs in C, faster than a comprehension.
         return list(map(self.index.get, tokens, itertools.repeat(-1)))
 
-    def grow(self, tokens: Iterable[str]) -> list[int]:
-        """Columns of tokens, adding the ones not seen before."""
+    def grow(self, tokens: Iterable[str]) -> np.ndarray:
+        """Columns of tokens (int64), adding the ones not seen before."""
         if GROWN is not None:
-            return GROWN(self.index, self.tokens, tokens if type(tokens) is list else list(tokens))
+            return np.frombuffer(GROWN(self.index, self.tokens, tokens if type(tokens) is list else list(tokens)), np.int64)
         # New tokens are numbered in C as they are met: while growing, the dictionary's
         # default is the next column, and its last keys are then the new tokens in column
         # order (read from the end, not by skipping the old keys): a third less of train's
@@ -59,7 +60,7 @@ class Vocabulary:
         had = len(index)
         index.default_factory = itertools.count(len(known)).__next__
         try:
-            return list(columns(index, tokens))
+            return np.array(columns(index, tokens), dtype=np.int64)
         finally:
             index.default_factory = None
             new = list(itertools.islice(reversed(index), len(index) - had))
@@ -266,8 +267,8 @@ class ModelVocabulary:
             if col >= 0:
                 found[t] = col
 
-    def grow(self, tokens: Iterable[str]) -> list[int]:
-        """Columns of tokens, adding the ones not seen before."""
+    def grow(self, tokens: Iterable[str]) -> np.ndarray:
+        """Columns of tokens (int64), adding the ones not seen before."""
         if self.full is None:
             tokens = list(tokens)
             if self.searches + len(tokens) > self.LIMIT:
@@ -284,7 +285,7 @@ class ModelVocabulary:
                 col = found[t] = self.n_base + len(added)
                 added.append(t)
             out.append(col)
-        return out
+        return np.array(out, dtype=np.int64)
 
     def sorted_blob(self) -> tuple[bytes, np.ndarray | None]:
         """The sorted token blob and the column order that matches it (None: the columns are
@@ -382,23 +383,27 @@ def columns(index: dict[str, int], tokens: Iterable[str]) -> Sequence[int]:
 COUNTED = compiled.scanner_function("counted")
 
 
-def local_rows(token_lists: list[list[str]], vocab: Vocabulary | Indexed | None = None) -> Chunk:
+def local_rows(token_lists: list[list[str]], vocab: Vocabulary | Indexed | None = None, by_field: bool = False) -> Chunk:
     """Each message's distinct tokens, numbered by their first sight in the chunk, with counts
     (a message's entries in no set order: every scorer and counter sums them alike); with
-    `vocab`, each distinct token's column in it too (`Chunk.columns`)."""
-    if isinstance(vocab, Indexed):  # counted and looked up in one pass, in C
-        tokens, cols, counts, lengths, columns = COUNTED(token_lists, *vocab)
-        rows = Rows(np.frombuffer(cols, np.int32), np.frombuffer(counts, np.int32), np.frombuffer(lengths, np.int64))
-        return Chunk(tokens, rows, columns=np.frombuffer(columns, np.int64))
-    chunk = counted_chunk(token_lists)
-    return chunk if vocab is None else chunk._replace(columns=np.asarray(vocab.lookup(chunk.tokens), dtype=np.int64))
+    `vocab`, each distinct token's column in it too (`Chunk.columns`); `by_field`, each
+    entry's field (`tokens.field_ids` of the chunk's tokens, in int32: fewer than the tokens,
+    which the counter numbers in int32; half the bytes a worker sends back)."""
+    if COUNTED is not None:  # with the fields (and against an Indexed blob, the columns) in one pass, in C
+        tokens, cols, counts, lengths, columns, fields = COUNTED(token_lists, FieldNumbers() if by_field else None, *(vocab if isinstance(vocab, Indexed) else ()))
+        rows = Rows(np.frombuffer(cols, np.int32), np.frombuffer(counts, np.int32), np.frombuffer(lengths, np.int64), None if fields is None else np.frombuffer(fields, np.int32))
+        chunk = Chunk(tokens, rows, columns=None if columns is None else np.frombuffer(columns, np.int64))
+    else:
+        chunk = counted_chunk(token_lists)
+        if by_field:
+            chunk = chunk._replace(rows=chunk.rows._replace(fields=field_ids(chunk.tokens).astype(np.int32)[chunk.rows.cols]))
+    if vocab is None or chunk.columns is not None:
+        return chunk
+    return chunk._replace(columns=np.asarray(vocab.lookup(chunk.tokens), dtype=np.int64))  # type: ignore[union-attr]
 
 
 def counted_chunk(token_lists: list[list[str]]) -> Chunk:
-    """`local_rows` without a vocabulary."""
-    if COUNTED is not None:
-        tokens, cols, counts, lengths = COUNTED(token_lists)
-        return Chunk(tokens, Rows(np.frombuffer(cols, np.int32), np.frombuffer(counts, np.int32), np.frombuffer(lengths, np.int64)))
+    """`local_rows`' pure path, without a vocabulary or fields."""
     # Columns by first sight in one pass in C (a defaultdict whose default is its own size),
     # then each message's distinct columns and counts from one numpy sort of (message,
     # column) keys: two fifths less CPU than a Counter each.  The keys are int32 wherever

@@ -293,7 +293,7 @@ def with_journal(model: Model, changes: journal.Journal) -> Model:
         return model
     vocab = model.learnable()
     names = list(changes.tokens)
-    cols = np.asarray(vocab.grow(names), dtype=np.int64)
+    cols = vocab.grow(names)
     counts = model.counts
     counts.grow(len(vocab))
     if cols.size:

@@ -79,14 +79,9 @@ def tokenise_chunk(step: Tokenise, datas: list[bytes], vocab: Vocabulary | Index
     with collector_paused():
         if step.numeric:
             read = [step.tokenizer.read(data, True) for data in datas]
-            chunk = local_rows([tokens for tokens, _ in read], vocab)
-            chunk = chunk._replace(numeric=np.array([numeric for _, numeric in read], dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
-        else:
-            chunk = local_rows([step.tokenizer(data) for data in datas], vocab)
-    if not step.by_field:
-        return chunk
-    # From the chunk's distinct token strings, not each entry's.
-    return chunk._replace(rows=chunk.rows._replace(fields=field_ids(chunk.tokens)[chunk.rows.cols]))
+            chunk = local_rows([tokens for tokens, _ in read], vocab, step.by_field)
+            return chunk._replace(numeric=np.array([numeric for _, numeric in read], dtype=np.int64).reshape(len(datas), meta.WIDTH - 1))
+        return local_rows([step.tokenizer(data) for data in datas], vocab, step.by_field)
 
 
 @contextmanager
@@ -429,7 +424,7 @@ def apply_changes(model: Model, vocab: ModelVocabulary, chunk: Chunk, change: Ch
     `resize`s them once its last chunk is in."""
     if not change.which:
         return Rows(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    mapping = np.asarray(vocab.grow(chunk.tokens), dtype=np.int64)
+    mapping = vocab.grow(chunk.tokens)
     rows = chunk.rows
     which = np.asarray(change.which)
     # A new model's train learns every message of a chunk, in order: nothing to pick.
@@ -563,7 +558,7 @@ class Gathered(NamedTuple):
         self.labels.append(item.label)  # type: ignore[arg-type]
 
     def add_chunk(self, chunk: Chunk) -> None:
-        mapping = np.asarray(self.vocab.grow(chunk.tokens), dtype=np.int64)
+        mapping = self.vocab.grow(chunk.tokens)
         self.parts[0].append(mapping[chunk.rows.cols])
         self.parts[1].append(chunk.rows.counts)
         self.parts[2].append(chunk.rows.lengths)

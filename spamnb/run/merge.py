@@ -154,7 +154,7 @@ def add_into(target: Model, vocab: Vocabulary, other: Model) -> None:
     """Add `other`'s counts and learnt digests into `target` (whose vocabulary is `vocab`)."""
     other_vocab = other.growable()
     other.counts.grow(len(other_vocab))
-    cols = np.asarray(vocab.grow(other_vocab.tokens), dtype=np.int64)
+    cols = vocab.grow(other_vocab.tokens)
     target.counts.grow(len(vocab))
     target.counts.add_at(other.counts, cols)
     target.moments = target.moments + other.moments

@@ -102,7 +102,7 @@ class Loaded:
 
     def learn(self, entry: journal.Entry) -> None:
         vocab = self.model.growable()
-        cols = np.asarray(vocab.grow(list(entry.tokens)), dtype=np.int64)
+        cols = vocab.grow(list(entry.tokens))
         rows = Rows(cols, np.fromiter(entry.tokens.values(), np.int64, len(cols)), np.array([len(cols)]))
         for cls, sign in entry.changes():
             self.model.counts.add(rows, np.array([cls]), np.array([sign]))

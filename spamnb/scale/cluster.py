@@ -303,7 +303,7 @@ def added(a: nb.Counts, b: nb.Counts, cols: np.ndarray, width: int) -> nb.Counts
 def merge_partials(a: Partial, b: Partial) -> Partial:
     """Worker task, the reduce: b's counts added into a's, b's new tokens after a's."""
     vocab = Vocabulary(a.tokens)
-    cols = np.asarray(vocab.grow(b.tokens), dtype=np.int64)
+    cols = vocab.grow(b.tokens)
     width = len(vocab)
     sample = a.sample + [(offer, s._replace(cols=cols[s.cols])) for offer, s in b.sample]
     return Partial(vocab.tokens, added(a.counts, b.counts, cols, width), sample, a.moments + b.moments)
@@ -367,7 +367,7 @@ def learn(
     if root is None:
         return report
     vocab = model.learnable()
-    cols = np.asarray(vocab.grow(root.tokens), dtype=np.int64)
+    cols = vocab.grow(root.tokens)
     model.counts.grow(len(vocab))
     model.counts.add_at(root.counts, cols)
     model.moments += root.moments

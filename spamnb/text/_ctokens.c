@@ -1184,14 +1184,16 @@ done:
 }
 
 PyDoc_STRVAR(counted_doc,
-"counted(token_lists[, blob, starts, table]) -> (tokens, cols, counts, lengths[, columns])\n\n"
+"counted(token_lists, numbers[, blob, starts, table]) -> (tokens, cols, counts, lengths, columns, fields)\n\n"
 "A chunk's token lists (a list of lists of str) counted: its distinct tokens in order of first\n"
 "sight (a list); each message's distinct tokens as their places in that list, with their\n"
 "counts, in order of first sight in the message (int32 each); and how many each message has\n"
 "(int64).  With a vocabulary's blob and its indexed() starts and table: also each distinct\n"
 "token's column there, -1 where it has none (int64), and each message's entries in order of\n"
-"those columns, the ones without after the rest in order of first sight.  The numbers as\n"
-"bytearrays of native ints.");
+"those columns, the ones without after the rest in order of first sight (else columns is\n"
+"None).  With `numbers` (not None), as field_numbers() takes it: each entry's field, the\n"
+"number of its token's head, asked in the order of the tokens (int32; else fields is None).\n"
+"The numbers as bytearrays of native ints.");
 
 static PyObject *
 not_token_lists(void)
@@ -1277,21 +1279,57 @@ typedef struct {
     int64_t guess; /* the column in its first slot, if the hash's high half matches, else -1 */
 } Probe;
 
+/* A chunk's own tokens (those not in a vocabulary's blob) are found by place in a table of
+ * (hash's high half, place + 1) slots, at most half of them used: the hash FNV-1a of the
+ * str's own bytes (equal strs are of one kind, with the same bytes), compared by kind, length
+ * and bytes.  A dict of them cost three times as much: siphash, its look-up, an int per place. */
+static uint64_t
+str_hash(PyObject *s)
+{
+    return bytes_hash(PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s) * PyUnicode_KIND(s));
+}
+
+static int
+same_str(PyObject *a, PyObject *b)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return a == b || (PyUnicode_GET_LENGTH(b) == n && PyUnicode_KIND(b) == kind && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0);
+}
+
+/* The slot of `token` (hash `h`) in the table, or the empty one where it would go. */
+static size_t
+place_slot(const uint64_t *slots, size_t mask, PyObject *distinct, PyObject *token, uint64_t h)
+{
+    size_t i = (size_t)h & mask;
+    for (;; i = (i + 1) & mask) {
+        uint64_t s = slots[i];
+        if (s == 0 || ((s >> 32) == (h >> 32) && same_str(PyList_GET_ITEM(distinct, (Py_ssize_t)(s & 0xffffffffULL) - 1), token)))
+            return i;
+    }
+}
+
 /* One pass: each token looked up once, in the vocabulary's table (its place then kept by
- * column in `place_of`) or else in the chunk's dictionary (token -> place); one met again in
+ * column in `place_of`) or else in the chunk's table of places (`place_slot`); one met again in
  * the same message is told by the last message that held it (`last`, numbered from 1) and
- * counted at its entry there (`entry`). */
+ * counted at its entry there (`entry`).  A token's head (its field) is read as it is given
+ * its place, while the token is in the cache: a run of places of one head share one, and
+ * the heads are numbered after the pass, where Python code (a __missing__) may run. */
 static PyObject *
 counted(PyObject *module, PyObject *args)
 {
-    PyObject *lists;
+    PyObject *lists, *numbers;
     Py_buffer blob = {0}, starts_buf = {0}, table_buf = {0};
-    if (!PyArg_ParseTuple(args, "O|y*y*y*:counted", &lists, &blob, &starts_buf, &table_buf))
+    if (!PyArg_ParseTuple(args, "OO|y*y*y*:counted", &lists, &numbers, &blob, &starts_buf, &table_buf))
         return NULL;
-    int indexed = blob.buf != NULL;
-    PyObject *index = NULL, *distinct = NULL, *result = NULL;
-    int32_t *cols = NULL, *counts = NULL, *last = NULL, *entry = NULL, *place_of = NULL;
+    int indexed = blob.buf != NULL, by_field = numbers != Py_None;
+    PyObject *distinct = NULL, *result = NULL;
+    PyObject *heads = NULL; /* by_field: the places' heads, one per run of places that share one */
+    PyObject *f = NULL; /* by_field: the entries' fields */
+    int32_t *cols = NULL, *counts = NULL, *last = NULL, *entry = NULL, *place_of = NULL, *head_of = NULL, *fields = NULL;
     int64_t *lengths = NULL, *columns = NULL;
+    uint64_t *own = NULL, *hash_of = NULL; /* the chunk's table of places, and each place's hash */
+    size_t own_mask = 4095, own_used = 0;
     Probe *probes = NULL; /* a message's tokens' UTF-8, hashes and first slots, read ahead */
     char *scratch = NULL; /* sorted_by_column's room for as many entries */
     Py_ssize_t probe_room = 0;
@@ -1330,14 +1368,16 @@ counted(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_OverflowError, "counted(): more tokens or messages than an int32 numbers");
         goto done;
     }
-    index = PyDict_New();
+    own = PyMem_Calloc(own_mask + 1, sizeof(uint64_t));
     distinct = PyList_New(0);
+    if (by_field && (heads = PyList_New(0)) == NULL)
+        goto done;
     cols = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
     counts = PyMem_Malloc(sizeof(int32_t) * (size_t)(total + 1));
     lengths = PyMem_Malloc(sizeof(int64_t) * (size_t)(n + 1));
     place_of = indexed ? PyMem_Malloc(sizeof(int32_t) * (size_t)(n_cols + 1)) : NULL;
     Py_ssize_t room = 0, e = 0; /* last, entry and columns: per place, grown as places are given */
-    if (index == NULL || distinct == NULL || cols == NULL || counts == NULL || lengths == NULL || (indexed && place_of == NULL)) {
+    if (own == NULL || distinct == NULL || cols == NULL || counts == NULL || lengths == NULL || (indexed && place_of == NULL)) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto done;
@@ -1400,6 +1440,8 @@ counted(PyObject *module, PyObject *args)
                 goto done;
             }
             Py_ssize_t place = -1, col = -1;
+            uint64_t h = 0;
+            size_t at = 0;
             if (indexed) {
                 Probe *q = &probes[i];
                 size_t at = slot_of(table, mask, blob.buf, starts, n_cols, q->p, q->len, q->h);
@@ -1411,11 +1453,12 @@ counted(PyObject *module, PyObject *args)
                 }
             }
             if (place < 0 && col < 0) {
-                PyObject *found = PyDict_GetItemWithError(index, token);
-                if (found != NULL)
-                    place = PyLong_AsSsize_t(found);
-                else if (PyErr_Occurred())
+                if (PyUnicode_READY(token) < 0)
                     goto done;
+                h = str_hash(token);
+                at = place_slot(own, own_mask, distinct, token, h);
+                if (own[at] != 0)
+                    place = (Py_ssize_t)(own[at] & 0xffffffffULL) - 1;
             }
             if (place < 0) {
                 place = PyList_GET_SIZE(distinct);
@@ -1439,22 +1482,66 @@ counted(PyObject *module, PyObject *args)
                         goto done;
                     }
                     columns = wider;
+                    uint64_t *hashes = PyMem_Realloc(hash_of, sizeof(uint64_t) * (size_t)more);
+                    if (hashes == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    hash_of = hashes;
+                    if (by_field) {
+                        if ((grown = PyMem_Realloc(head_of, sizeof(int32_t) * (size_t)more)) == NULL) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        head_of = grown;
+                    }
                     room = more;
                 }
                 if (col >= 0)
                     place_of[col] = (int32_t)place;
                 else {
-                    PyObject *value = PyLong_FromSsize_t(place);
-                    if (value == NULL)
-                        goto done;
-                    int failed = PyDict_SetItem(index, token, value);
-                    Py_DECREF(value);
-                    if (failed < 0)
-                        goto done;
+                    if (2 * (own_used + 1) > own_mask + 1) { /* the table twice as large, its places placed anew */
+                        size_t wider_mask = 2 * own_mask + 1;
+                        uint64_t *wider = PyMem_Calloc(wider_mask + 1, sizeof(uint64_t));
+                        if (wider == NULL) {
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        for (size_t i = 0; i <= own_mask; i++)
+                            if (own[i] != 0) {
+                                size_t j = (size_t)hash_of[(own[i] & 0xffffffffULL) - 1] & wider_mask;
+                                while (wider[j] != 0)
+                                    j = (j + 1) & wider_mask;
+                                wider[j] = own[i];
+                            }
+                        PyMem_Free(own);
+                        own = wider;
+                        own_mask = wider_mask;
+                        at = place_slot(own, own_mask, distinct, token, h);
+                    }
+                    own[at] = ((h >> 32) << 32) | (uint64_t)(place + 1);
+                    hash_of[place] = h;
+                    own_used++;
                 }
                 columns[place] = (int64_t)col;
                 if (PyList_Append(distinct, token) < 0)
                     goto done;
+                if (by_field) {
+                    Py_ssize_t colon = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1), n_heads = PyList_GET_SIZE(heads);
+                    if (colon == -2)
+                        goto done;
+                    PyObject *head = n_heads ? PyList_GET_ITEM(heads, n_heads - 1) : NULL;
+                    if (head == NULL || PyUnicode_GET_LENGTH(head) != colon + 1 || (colon >= 0 && PyUnicode_Tailmatch(token, head, 0, colon + 1, -1) != 1)) {
+                        if ((head = PyUnicode_Substring(token, 0, colon + 1)) == NULL)
+                            goto done;
+                        int failed = PyList_Append(heads, head);
+                        Py_DECREF(head);
+                        if (failed < 0)
+                            goto done;
+                        n_heads++;
+                    }
+                    head_of[place] = (int32_t)(n_heads - 1);
+                }
             }
             if (last[place] != (int32_t)(m + 1)) {
                 last[place] = (int32_t)(m + 1);
@@ -1472,17 +1559,45 @@ counted(PyObject *module, PyObject *args)
             sorted_by_column(cols + first, counts + first, e - first, columns, n_cols, key, key + size, more, more + size);
         }
     }
+    if (by_field) {
+        /* The heads numbered in order (the lists are read no more), then each entry's field. */
+        Py_ssize_t n_heads = PyList_GET_SIZE(heads);
+        if ((fields = PyMem_Malloc(sizeof(int32_t) * (size_t)(n_heads + 1))) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t h = 0; h < n_heads; h++) {
+            PyObject *number = PyObject_GetItem(numbers, PyList_GET_ITEM(heads, h));
+            if (number == NULL)
+                goto done;
+            long long id = PyLong_AsLongLong(number);
+            Py_DECREF(number);
+            if (id == -1 && PyErr_Occurred())
+                goto done;
+            if (id < INT32_MIN || id > INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "counted(): a field's number past int32");
+                goto done;
+            }
+            fields[h] = (int32_t)id;
+        }
+        if ((f = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int32_t) * e)) == NULL)
+            goto done;
+        int32_t *out = (int32_t *)PyByteArray_AS_STRING(f);
+        for (Py_ssize_t i = 0; i < e; i++)
+            out[i] = fields[head_of[cols[i]]];
+    }
     PyObject *c = PyByteArray_FromStringAndSize((const char *)cols, (Py_ssize_t)sizeof(int32_t) * e);
     PyObject *k = PyByteArray_FromStringAndSize((const char *)counts, (Py_ssize_t)sizeof(int32_t) * e);
     PyObject *l = PyByteArray_FromStringAndSize((const char *)lengths, (Py_ssize_t)sizeof(int64_t) * n);
-    PyObject *w = indexed ? PyByteArray_FromStringAndSize((const char *)columns, (Py_ssize_t)sizeof(int64_t) * PyList_GET_SIZE(distinct)) : NULL;
-    if (c != NULL && k != NULL && l != NULL && (w != NULL || !indexed))
-        result = indexed ? PyTuple_Pack(5, distinct, c, k, l, w) : PyTuple_Pack(4, distinct, c, k, l);
+    PyObject *w = indexed ? PyByteArray_FromStringAndSize((const char *)columns, (Py_ssize_t)sizeof(int64_t) * PyList_GET_SIZE(distinct)) : Py_NewRef(Py_None);
+    if (c != NULL && k != NULL && l != NULL && w != NULL)
+        result = PyTuple_Pack(6, distinct, c, k, l, w, by_field ? f : Py_None);
     Py_XDECREF(c);
     Py_XDECREF(k);
     Py_XDECREF(l);
     Py_XDECREF(w);
 done:
+    Py_XDECREF(f);
     for (Py_ssize_t i = 0; i < probe_room; i++) /* a message left part way: its encoded tokens */
         Py_XDECREF(probes[i].made);
     PyMem_Free(probes);
@@ -1491,10 +1606,14 @@ done:
     PyMem_Free(entry);
     PyMem_Free(columns);
     PyMem_Free(place_of);
+    PyMem_Free(head_of);
+    PyMem_Free(fields);
+    Py_XDECREF(heads);
     PyMem_Free(cols);
     PyMem_Free(counts);
     PyMem_Free(lengths);
-    Py_XDECREF(index);
+    PyMem_Free(own);
+    PyMem_Free(hash_of);
     Py_XDECREF(distinct);
     if (blob.buf != NULL)
         PyBuffer_Release(&blob);
@@ -1505,53 +1624,60 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(heads_doc,
-"heads(tokens) -> list[str]\n\n"
-"Each token's head, t[:t.find(':') + 1] ('' for a token without a colon), for a list of str;\n"
-"a head equal to the one before it is the same str.");
+PyDoc_STRVAR(field_numbers_doc,
+"field_numbers(tokens, numbers) -> bytearray\n\n"
+"numbers[t[:t.find(':') + 1]] ('' for a token without a colon) for each of a list of str, as\n"
+"native int64s: `numbers` (a mapping whose numbers do not change once given) is asked once per\n"
+"run of tokens with equal heads.");
 
-/* A chunk's tokens come field by field, so most heads repeat the one before: that str again,
- * whose hash is known and which a dictionary finds by identity, not a new one each time. */
+/* A chunk's tokens come field by field, so most heads are the one before's: its number again,
+ * without a str made or looked up (the pure path's slice and dict look-up per token). */
 static PyObject *
-heads(PyObject *module, PyObject *tokens)
+field_numbers(PyObject *module, PyObject *args)
 {
-    if (!PyList_Check(tokens)) {
-        PyErr_SetString(PyExc_TypeError, "heads() takes a list of str");
+    PyObject *tokens, *numbers;
+    if (!PyArg_ParseTuple(args, "O!O:field_numbers", &PyList_Type, &tokens, &numbers))
         return NULL;
-    }
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    PyObject *out = PyList_New(n), *empty = PyUnicode_New(0, 0), *last = NULL;
-    if (out == NULL || empty == NULL)
-        goto fail;
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
+    if (out == NULL)
+        return NULL;
+    int64_t *ids = (int64_t *)PyByteArray_AS_STRING(out), id = 0;
+    PyObject *last = NULL; /* the head last asked for */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *token = PyList_GET_ITEM(tokens, i), *head;
+        /* `numbers` may run Python code (a __missing__): the list is read again each time. */
+        if (PyList_GET_SIZE(tokens) != n) {
+            PyErr_SetString(PyExc_RuntimeError, "field_numbers(): the list changed");
+            goto fail;
+        }
+        PyObject *token = PyList_GET_ITEM(tokens, i);
         if (!PyUnicode_Check(token)) {
-            PyErr_SetString(PyExc_TypeError, "heads() takes a list of str");
+            PyErr_SetString(PyExc_TypeError, "field_numbers() takes a list of str");
             goto fail;
         }
         Py_ssize_t colon = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1);
         if (colon == -2)
             goto fail;
-        if (colon < 0)
-            head = empty;
-        else if (last != NULL && PyUnicode_GET_LENGTH(last) == colon + 1 && PyUnicode_Tailmatch(token, last, 0, colon + 1, -1) == 1)
-            head = last;
-        else {
-            /* PyList_SET_ITEM below takes this reference: `last` is borrowed from `out`. */
+        if (last == NULL || PyUnicode_GET_LENGTH(last) != colon + 1 || (colon >= 0 && PyUnicode_Tailmatch(token, last, 0, colon + 1, -1) != 1)) {
+            Py_XDECREF(last);
             if ((last = PyUnicode_Substring(token, 0, colon + 1)) == NULL)
                 goto fail;
-            PyList_SET_ITEM(out, i, last);
-            continue;
+            PyObject *number = PyObject_GetItem(numbers, last);
+            if (number == NULL)
+                goto fail;
+            id = (int64_t)PyLong_AsLongLong(number);
+            Py_DECREF(number);
+            if (id == -1 && PyErr_Occurred())
+                goto fail;
         }
-        Py_INCREF(head);
-        PyList_SET_ITEM(out, i, head);
+        ids[i] = id;
     }
-    Py_DECREF(empty);
+    Py_XDECREF(last);
     return out;
 
 fail:
-    Py_XDECREF(out);
-    Py_XDECREF(empty);
+    Py_XDECREF(last);
+    Py_DECREF(out);
     return NULL;
 }
 
@@ -1837,12 +1963,14 @@ marked_lines(PyObject *module, PyObject *block)
 }
 
 PyDoc_STRVAR(grown_doc,
-"grown(index, known, tokens) -> list[int]\n\n"
+"grown(index, known, tokens) -> bytearray\n\n"
 "Each of a list of str's column in `index` (a dict of token to column), a token not in it\n"
-"added with the next column, len(known), and appended to the list `known`: a vocabulary's growth.");
+"added with the next column, len(known), and appended to the list `known`: a vocabulary's growth.\n"
+"The columns as native int64s.");
 
 /* One look-up per token, and an insertion per new one, without a call back into Python:
- * a default factory would be called for each new token, and the tokens passed as arguments. */
+ * a default factory would be called for each new token, and the tokens passed as arguments.
+ * The columns go out as int64s, which the caller takes as an array: no list of ints. */
 static PyObject *
 grown(PyObject *module, PyObject *args)
 {
@@ -1850,9 +1978,10 @@ grown(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!O!:grown", &PyDict_Type, &index, &PyList_Type, &known, &PyList_Type, &tokens))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    PyObject *out = PyList_New(n);
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
     if (out == NULL)
         return NULL;
+    int64_t *cols = (int64_t *)PyByteArray_AS_STRING(out);
     for (Py_ssize_t i = 0; i < n; i++) {
         /* Only str's own hash and comparison run: no Python code can change the lists meanwhile.
          * A token of another type stops the growth there, the tokens before it added, as the
@@ -1864,17 +1993,26 @@ grown(PyObject *module, PyObject *args)
             return NULL;
         }
         column = PyDict_GetItemWithError(index, token);
-        if (column != NULL)
-            Py_INCREF(column);
-        else if (PyErr_Occurred()
-                 || (column = PyLong_FromSsize_t(PyList_GET_SIZE(known))) == NULL
-                 || PyDict_SetItem(index, token, column) < 0
-                 || PyList_Append(known, token) < 0) {
+        if (column != NULL) {
+            Py_ssize_t col = PyLong_AsSsize_t(column);
+            if (col == -1 && PyErr_Occurred()) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            cols[i] = (int64_t)col;
+            continue;
+        }
+        Py_ssize_t col = PyList_GET_SIZE(known);
+        if (PyErr_Occurred()
+            || (column = PyLong_FromSsize_t(col)) == NULL
+            || PyDict_SetItem(index, token, column) < 0
+            || PyList_Append(known, token) < 0) {
             Py_XDECREF(column);
             Py_DECREF(out);
             return NULL;
         }
-        PyList_SET_ITEM(out, i, column);
+        Py_DECREF(column);
+        cols[i] = (int64_t)col;
     }
     return out;
 }
@@ -1891,7 +2029,7 @@ static PyMethodDef methods[] = {
     {"unescaped", (PyCFunction)(void (*)(void))unescaped, METH_FASTCALL, unescaped_doc},
     {"indexed", indexed, METH_VARARGS, indexed_doc},
     {"counted", counted, METH_VARARGS, counted_doc},
-    {"heads", heads, METH_O, heads_doc},
+    {"field_numbers", field_numbers, METH_VARARGS, field_numbers_doc},
     {"looked_up", looked_up, METH_VARARGS, looked_up_doc},
     {"without_fields", (PyCFunction)(void (*)(void))without_fields, METH_FASTCALL, without_fields_doc},
     {"marked_lines", marked_lines, METH_O, marked_lines_doc},
@@ -1903,7 +2041,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, look-ups, fields' removal, an mbox's marked lines, a vocabulary's growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, field numbers, look-ups, fields' removal, an mbox's marked lines, a vocabulary's growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

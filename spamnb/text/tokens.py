@@ -45,7 +45,7 @@ NOT_EVIDENCE = -1
 LIST_FIELDS = ("list-", "x-beenthere:", "x-mailman-version:")
 
 
-class _FieldNumbers(dict):
+class FieldNumbers(dict):
     """Prefix -> field id, numbering each new prefix when first met (`__missing__`)."""
 
     def __init__(self) -> None:
@@ -67,16 +67,17 @@ def field_ids(tokens: Sequence[str]) -> np.ndarray:
     """
     import numpy as np  # off the one-message pipe, which takes `field_numbers`
 
+    if FIELD_NUMBERS is not None and type(tokens) is list:
+        return np.frombuffer(FIELD_NUMBERS(tokens, FieldNumbers()), np.int64)
     return np.fromiter(field_numbers(tokens), dtype=np.int64, count=len(tokens))
 
 
 def field_numbers(tokens: Sequence[str]) -> list[int]:
     """`field_ids` as a list of ints."""
-    # In C but for the slice (and the first sight of a prefix): t[: t.find(":") + 1] is ""
-    # for a body word (find gives -1), else the name with its colon.  The slices in C where
-    # it was built (HEADS): one str for a run of equal ones, found in the dict by identity.
-    heads = HEADS(tokens) if HEADS is not None and type(tokens) is list else [t[: t.find(":") + 1] for t in tokens]
-    return list(map(_FieldNumbers().__getitem__, heads))
+    if FIELD_NUMBERS is not None and type(tokens) is list:
+        return memoryview(FIELD_NUMBERS(tokens, FieldNumbers())).cast("q").tolist()
+    # t[: t.find(":") + 1] is "" for a body word (find gives -1), else the name with its colon.
+    return list(map(FieldNumbers().__getitem__, [t[: t.find(":") + 1] for t in tokens]))
 
 
 # (lowercase: bool, stopwords: bool, ngram: int, header_tokens: bool, min_len: int, max_len: int,
@@ -175,8 +176,9 @@ SCANNER = compiled.scanner_function("words")
 # `TAG.sub(" ", text)` in C, where it was built: the regex engine tries its class on every
 # character of a page, a loop in C compares it with `<` and `>`.
 CUT_TAGS = compiled.scanner_function("tags")
-# field_numbers' slices in C, where it was built.
-HEADS = compiled.scanner_function("heads")
+# field_numbers in C, where it was built: the heads' slices and look-ups once per run of
+# tokens of one field, and the numbers written as int64s, not a list of ints made for numpy.
+FIELD_NUMBERS = compiled.scanner_function("field_numbers")
 
 
 # Scripts written without spaces between words: a run of them becomes character
