@@ -61,7 +61,7 @@ def run_source_if_asked() -> None:
 
 def scanner_function(name: str) -> Any:
     """A function of spamnb/text/_ctokens.c (the word scanner `words`, the tag cutter `tags`,
-    a Received field's dotted words `dotted`, links' hosts `links`, a text's highest code point `highest`, a page's invisible parts' openers `opener`, a header block's fields `fields` (spamnb.mail.message), the token counter `counted`, the blob index `indexed`, the field heads `heads`, the look-ups `looked_up`, a header block less named fields `without_fields` (spamnb.mail.headers), an mbox's marked lines `marked_lines` (spamnb.mail.sources), a vocabulary's growth `grown`, a header block's end `blank_line_end` and the verdict's hint `verdict_hinted` (spamnb.mail.headers), the line ends' bytes `line_end_bytes` (spamnb.mail.message)), or None: where it was not built, or with SPAMNB_PURE set,
+    a Received field's dotted words `dotted`, a Received run's networks and domains `received_parts`, links' hosts `links`, a text's highest code point `highest`, a page's invisible parts' openers `opener`, a header block's fields `fields` (spamnb.mail.message), the token counter `counted`, the blob index `indexed`, the field heads `heads`, the look-ups `looked_up`, a header block less named fields `without_fields` (spamnb.mail.headers), an mbox's marked lines `marked_lines` (spamnb.mail.sources), a vocabulary's growth `grown`, a header block's end `blank_line_end` and the verdict's hint `verdict_hinted` (spamnb.mail.headers), the line ends' bytes `line_end_bytes` (spamnb.mail.message)), or None: where it was not built, or with SPAMNB_PURE set,
     the pure-Python path beside its use, which gives the same results."""
     if SCANNER in interpreted():
         return None

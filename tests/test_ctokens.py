@@ -177,6 +177,31 @@ def test_dotted_words_take_a_str_and_a_list_of_strs_only() -> None:
             tokens.DOTTED_WORDS(*bad)
 
 
+# Received runs' pieces: addresses' digit runs of every length, dots, labels of letters and digits
+# in either case, hyphens, `_` (a word character no label holds), brackets and blanks.
+RUN = st.lists(st.sampled_from(["1", "12", "192", "1234", "0", ".", "..", "-", "--", "_", "a", "ab", "Mail", "COM", "x9", "9x", " ", "[", "]", "(", "@"]), max_size=40).map("".join)
+
+
+@needs_scanner
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(RUN, st.text(st.characters(max_codepoint=127), max_size=60)))
+@example("from mail.example.com ([192.0.2.1]) by mx.Example.CO.uk")
+@example("1234.5.6.7.8 _1.2.3.4 1.2.3.4a 01.002.3.44")
+@example("-.-a.bc x.ab_ x.ab- x.ab1 a.bc-d.e a.b.c.d.e.fg")
+def test_received_parts_are_the_pure_ones(text: str) -> None:
+    """tokens.RECEIVED_PARTS (C) against received_parts, the patterns' path, on ASCII text."""
+    assert tokens.RECEIVED_PARTS(text) == tokens.received_parts(text)
+
+
+@needs_scanner
+def test_received_parts_take_an_ascii_str_only() -> None:
+    for bad in (b"a.example.com", None, ["a.example.com"]):
+        with pytest.raises(TypeError):
+            tokens.RECEIVED_PARTS(bad)
+    with pytest.raises(ValueError):
+        tokens.RECEIVED_PARTS("a.\u00e9xample.com")
+
+
 # Links' pieces: the schemes in either case, their letters' case-blind partner beyond ASCII
 # (the long s) and a look-alike (the Kelvin sign), separators, hosts, ports in any decimal digits.
 LINK_PIECES = ["http", "HTTPS", "fTp", "s", "p", "\u017f", "\u212a", "://", ":", "/", ":80", ":\u0663", "a.b", "\u00e9", " ", "\n", "?", "\u4e2d"]

@@ -137,9 +137,12 @@ def read_part(text: str) -> Any:
     # a continuation, but each field took its own): an envelope line, a nameless field.
     if not blank and payload.startswith(("From ", ":")):
         return None
-    # Only a value longer than this can be cut (calling `capped` on each is not free).
-    if any(len(value) > MAX_CONTENT_TYPE_CHARS for _, value in headers):
-        headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in headers]
+    # Only a value longer than this can be cut (calling `capped` on each is not free).  A loop,
+    # not any() of a generator: compiled, the generator is an object made for every part.
+    for _, value in headers:
+        if len(value) > MAX_CONTENT_TYPE_CHARS:
+            headers = [(name, value if len(value) <= MAX_CONTENT_TYPE_CHARS else capped(name, value)) for name, value in headers]
+            break
     msg = SinglePart(headers, payload)
     if not msg.plain():
         from spamnb.mail import mime

@@ -1,6 +1,7 @@
 /* The tokeniser's hot loops in C: a text's words, as spamnb.tokens.Tokenizer.words finds them,
  * an HTML text's tags cut out, as tokens.TAG.sub(" ", text) cuts them, a Received field's
- * dotted words, as tokens.dotted_words picks them, the hosts of a text's links, as
+ * dotted words, as tokens.dotted_words picks them, the networks and domains of a Received
+ * field's dotted run, as tokens.received_parts makes them, the hosts of a text's links, as
  * tokens.url_hosts finds them, a text's highest code point, a text lowered, the openers of a page's scripts,
  * styles and comments, as tokens.invisible_opener finds them, a page's character references
  * replaced, as html.unescape replaces them, a header block's fields, as
@@ -536,6 +537,159 @@ dotted(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(out);
         Py_RETURN_NONE;
     }
+    return out;
+}
+
+PyDoc_STRVAR(received_parts_doc,
+"received_parts(text) -> (networks, domains)\n\n"
+"The network tokens of the IPv4 addresses in `text` (an ASCII str) and the domain tokens of its\n"
+"hosts, two tuples of str, as tokens.received_parts makes them (a ValueError for other text).");
+
+static inline int is_ascii_word(Py_UCS1 c) { return ascii_alnum[c] || c == '_'; }
+static inline int is_ascii_digit(Py_UCS1 c) { return c >= '0' && c <= '9'; }
+static inline int is_ascii_alpha(Py_UCS1 c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+/* A character of a dotted run's labels: DOTTED_ASCII's [a-zA-Z0-9-]. */
+static inline int is_label_char(Py_UCS1 c) { return ascii_alnum[c] || c == '-'; }
+
+/* `head` + s[from:to] (ASCII; lowered with `lower`) appended to `list`; -1 on error. */
+static int
+append_piece(PyObject *list, const char *head, const Py_UCS1 *s, Py_ssize_t from, Py_ssize_t to, int lower)
+{
+    Py_ssize_t hlen = (Py_ssize_t)strlen(head);
+    PyObject *token = PyUnicode_New(hlen + to - from, 127);
+    if (token == NULL)
+        return -1;
+    Py_UCS1 *dest = PyUnicode_1BYTE_DATA(token);
+    memcpy(dest, head, (size_t)hlen);
+    dest += hlen;
+    for (Py_ssize_t i = from; i < to; i++)
+        *dest++ = lower ? latin1_lower[s[i]] : s[i];
+    return append_new(list, token);
+}
+
+/* IPV4_ASCII's findall, `\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b`: each address's /24 and
+ * /16 networks.  A group's digits are followed by a dot (the last group's by no word character),
+ * so only a whole run of 1 to 3 digits can be one: nothing to backtrack into. */
+static int
+ip_networks(PyObject *list, const Py_UCS1 *s, Py_ssize_t n)
+{
+    Py_ssize_t p = 0;
+    while (p < n) {
+        if (!is_ascii_digit(s[p]) || (p > 0 && is_ascii_word(s[p - 1]))) {
+            p++;
+            continue;
+        }
+        Py_ssize_t ends[4], q = p;
+        int k;
+        for (k = 0; k < 4; k++) {
+            Py_ssize_t r = q;
+            while (r < n && r - q < 4 && is_ascii_digit(s[r]))
+                r++;
+            if (r == q || r - q > 3 || (k < 3 ? r >= n || s[r] != '.' : r < n && is_ascii_word(s[r])))
+                break;
+            ends[k] = r;
+            q = k < 3 ? r + 1 : r;
+        }
+        if (k < 4) {
+            p++;
+            continue;
+        }
+        /* rcvd-ip:a.b.c, rcvd-ip:a.b: the match's text up to the third group's end, the second's. */
+        if (append_piece(list, "rcvd-ip:", s, p, ends[2], 0) < 0 || append_piece(list, "rcvd-ip:", s, p, ends[1], 0) < 0)
+            return -1;
+        p = q;
+    }
+    return 0;
+}
+
+/* The domain tokens of the hosts of DOTTED_ASCII's runs (tokens.host_names, run_host and
+ * domain_suffixes): each run `(?<![\w-])[a-zA-Z0-9-]++(?:\.[a-zA-Z0-9-]++)++`, less its leading
+ * `-` and `.`, cut after its last label but the first that starts with two or more letters
+ * followed by a `-` or the label's end (the run's last label only where the run ends a word or
+ * the letters do not end the label); then rcvd-host: + the host's last 4, 3 and 2 labels, as
+ * many as it has, lowered. */
+static int
+host_domains(PyObject *list, const Py_UCS1 *s, Py_ssize_t n)
+{
+    Py_ssize_t p = 0;
+    while (p < n) {
+        if (!is_label_char(s[p]) || (p > 0 && (is_ascii_word(s[p - 1]) || s[p - 1] == '-'))) {
+            p++;
+            continue;
+        }
+        Py_ssize_t e = p;
+        int groups = 0;
+        while (e < n && is_label_char(s[e]))
+            e++;
+        while (e + 1 < n && s[e] == '.' && is_label_char(s[e + 1])) {
+            for (e++; e < n && is_label_char(s[e]);)
+                e++;
+            groups++;
+        }
+        if (!groups) {
+            p++;
+            continue;
+        }
+        int at_word_end = e >= n || s[e] != '_';
+        Py_ssize_t b = p;
+        while (b < e && (s[b] == '-' || s[b] == '.'))
+            b++;
+        /* The labels from the last back to the second: [start, end). */
+        Py_ssize_t end = e, host_end = -1;
+        for (int last = 1;; last = 0) {
+            Py_ssize_t dot = end - 1;
+            while (dot >= b && s[dot] != '.')
+                dot--;
+            if (dot < b)
+                break;
+            Py_ssize_t start = dot + 1, letters = start;
+            while (letters < end && is_ascii_alpha(s[letters]))
+                letters++;
+            if (letters - start >= 2 && (letters == end || s[letters] == '-') && (at_word_end || !last || letters < end)) {
+                host_end = letters;
+                break;
+            }
+            end = dot;
+        }
+        if (host_end >= 0) {
+            /* The starts of the host's last 2, 3 and 4 labels: after its last dots, or the host's start. */
+            Py_ssize_t starts[5];
+            int dots = 0;
+            for (Py_ssize_t i = host_end - 1; i >= b && dots < 4; i--)
+                if (s[i] == '.')
+                    starts[++dots] = i + 1;
+            int most = dots < 4 ? dots + 1 : 4;
+            if (dots < 4)
+                starts[most] = b;
+            for (int labels = most; labels >= 2; labels--)
+                if (append_piece(list, "rcvd-host:", s, starts[labels], host_end, 1) < 0)
+                    return -1;
+        }
+        p = e;
+    }
+    return 0;
+}
+
+static PyObject *
+received_parts(PyObject *module, PyObject *text)
+{
+    if (!readable_str(text, "received_parts() takes a str"))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "received_parts() takes an ASCII str");
+        return NULL;
+    }
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *networks = PyList_New(0), *domains = PyList_New(0), *out = NULL;
+    if (networks != NULL && domains != NULL && ip_networks(networks, s, n) == 0 && host_domains(domains, s, n) == 0) {
+        PyObject *a = PyList_AsTuple(networks), *b = PyList_AsTuple(domains);
+        out = a != NULL && b != NULL ? PyTuple_Pack(2, a, b) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    }
+    Py_XDECREF(networks);
+    Py_XDECREF(domains);
     return out;
 }
 
@@ -2021,6 +2175,7 @@ static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL, words_doc},
     {"tags", tags, METH_O, tags_doc},
     {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
+    {"received_parts", received_parts, METH_O, received_parts_doc},
     {"links", links, METH_O, links_doc},
     {"highest", highest, METH_O, highest_doc},
     {"lowered", lowered, METH_O, lowered_doc},
@@ -2041,7 +2196,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, field numbers, look-ups, fields' removal, an mbox's marked lines, a vocabulary's growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, Received runs' networks and domains, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, field numbers, look-ups, fields' removal, an mbox's marked lines, a vocabulary's growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC

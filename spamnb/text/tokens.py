@@ -533,18 +533,21 @@ def received_tokens(value: str, words: list[str] | None = None) -> tuple[str, ..
         networks, domains = received_parts(value)
         return (*networks, *domains)
     chunks = tuple(dotted_chunks(value, words))
-    found = _chunks_memo.get(chunks)
+    # The memos as local names: compiled, a method of a module's global is looked up as a bound
+    # method made anew at each call, a local's is called without one.
+    runs_memo, run_memo = _chunks_memo, _chunk_memo
+    found = runs_memo.get(chunks)
     if found is None:
         networks, domains = [], []
         for chunk in chunks:
-            parts = _chunk_memo.get(chunk)
+            parts = run_memo.get(chunk)
             if parts is None:
-                parts = received_parts(chunk[len(RECEIVED_PREFIX) :])
-                remember(_chunk_memo, chunk, parts, len(chunk))
+                parts = (RECEIVED_PARTS or received_parts)(chunk[len(RECEIVED_PREFIX) :])
+                remember(run_memo, chunk, parts, len(chunk))
             networks += parts[0]
             domains += parts[1]
         found = (*networks, *domains)
-        remember(_chunks_memo, chunks, found, len(value), HEADER_CACHE_CHARS)
+        remember(runs_memo, chunks, found, len(value), HEADER_CACHE_CHARS)
     return found
 
 
@@ -611,6 +614,12 @@ def received_parts(value: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(networks), tuple(domains)
 
 
+# received_parts of an ASCII text in C, where it was built: a run met first cost the search of its
+# addresses and hosts by the regex engine, a match object a host and the list and str methods of
+# run_host and domain_suffixes; the C makes only the tokens' strs.
+RECEIVED_PARTS = compiled.scanner_function("received_parts")
+
+
 def host_names(text: str) -> list[str]:
     """The host names in `text` (see DOTTED)."""
     hosts = []
@@ -635,11 +644,12 @@ def run_host(run: str, at_word_end: bool) -> str | None:
 def url_tokens(text: str) -> list[str]:
     """Each link's host, its parent domains, and whether it is a bare IP address."""
     out: list[str] = []
+    memo = _url_memo  # a local name: see received_tokens
     for host in (LINKS or url_hosts)(text):
-        found = _url_memo.get(host)
+        found = memo.get(host)
         if found is None:
             found = url_host_tokens(host)
-            remember(_url_memo, host, found, len(host))
+            remember(memo, host, found, len(host))
         out += found
     return out
 
