@@ -390,6 +390,7 @@ CUT_NAMES = st.one_of(st.just(headers.TRANSPORT_NAMES), st.lists(st.one_of(st.sa
 @example(b"Received: a\r\n\tb\r\nX: y\nreturn-PATH \t: z\n\n w\nDelivered-To:", headers.TRANSPORT_NAMES)
 @example(b"x-original-to\t:\nX-Original :\n", (b"x-original", b"x-original-to"))
 @example(b":a\n :b\n", (b"",))
+@example(b"\n:", (b"\n",))
 def test_fields_are_removed_as_the_pattern_removes_them(head: bytes, names: tuple[bytes, ...]) -> None:
     """headers.WITHOUT_FIELDS (C) against the pattern it stands for, field_lines(names).sub."""
     assert headers.WITHOUT_FIELDS(head, names) == headers.field_lines(names).sub(b"", head)

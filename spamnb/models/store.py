@@ -449,9 +449,10 @@ def saved_moments(a: dict[str, np.ndarray], scoring: Scoring) -> np.ndarray | No
     return a["meta"].astype(np.int64) if "meta" in a else None
 
 
-# Members a model file may lack: the offsets (computed when absent) and the weighted sums
-# of a model without a weighting, the numeric features' moments of one without --meta.
-OPTIONAL = ("offsets", "weighted", "meta", "history", "history_class")
+# Members a model file may lack (trust.OPTIONAL) that this reader reads: all but the
+# weighted sums' totals over the vocabulary, which only the pipe takes from the file (a save
+# makes them anew from the counts).
+OPTIONAL = tuple(k for k in trust.OPTIONAL if k != "weighted_totals")
 
 
 def counts_of(a: dict[str, np.ndarray], scoring: Scoring, dtype: type | None = None) -> nb.Counts:

@@ -1885,8 +1885,10 @@ ascii_lower(unsigned char c)
     return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-/* Whether the line at `at` names a field of one of `names`: a name, blanks, a colon. */
-static int
+/* Where the colon is if the line at `at` names a field of one of `names` (a name, blanks, a
+ * colon), else -1.  The field's first line ends at the colon's line end: a name may hold an LF,
+ * as the pattern's may. */
+static Py_ssize_t
 names_field(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, PyObject *names)
 {
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
@@ -1903,9 +1905,9 @@ names_field(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, PyObject *names
         while (c < n && (s[c] == ' ' || s[c] == '\t'))
             c++;
         if (c < n && s[c] == ':')
-            return 1;
+            return c;
     }
-    return 0;
+    return -1;
 }
 
 /* Where the line at `from` ends: after its LF, else at n. */
@@ -1940,12 +1942,13 @@ without_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n = PyBytes_GET_SIZE(head), at = 0, kept = 0, written = 0;
     char *w = NULL;
     while (at < n) {
-        if (!names_field(s, n, at, names)) {
+        Py_ssize_t colon = names_field(s, n, at, names);
+        if (colon < 0) {
             at = after_line(s, n, at);
             continue;
         }
         /* The field's lines: its first, then each that starts with a blank. */
-        Py_ssize_t end = after_line(s, n, at);
+        Py_ssize_t end = after_line(s, n, colon);
         while (end < n && (s[end] == ' ' || s[end] == '\t'))
             end = after_line(s, n, end);
         if (out == NULL) {
