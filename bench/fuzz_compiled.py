@@ -15,7 +15,8 @@ is compared with what their Python source makes of it in a process of its own
     them (vocabulary.GROWN) against the pure path's, the counter with a
     vocabulary's blob (vocabulary.INDEXED) against both, and the field numbers
     (tokens.FIELD_NUMBERS) against the pure path's, the networks and domains of the text's ASCII
-    characters (tokens.RECEIVED_PARTS) against received_parts' patterns, the links' hosts (tokens.LINKS) against
+    characters (tokens.RECEIVED_PARTS) against received_parts' patterns, the tokens of the text and of its
+    ASCII characters as a link's host (tokens.URL_HOST_TOKENS) against url_host_tokens, the links' hosts (tokens.LINKS) against
     the pattern's (tokens.URL), the highest code point (tokens.HIGHEST) against max(), the text
     lowered (tokens.LOWERED) against str.lower, the
     header block's fields (message.FIELDS) against the pattern's findall (header_fields), the
@@ -84,7 +85,7 @@ def batches(items: list, size: int = BATCH) -> list[list]:
 
 def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
     """Tokenizer.words compiled and interpreted; the scanner's prefix, on the text as words gives it to the scanner; the tag cutter;
-    the dotted words of those prefixed words; the networks and domains of the text's ASCII (a Received run's); the links' hosts; the highest code point; the text lowered; the header block's fields; the openers;
+    the dotted words of those prefixed words; the networks and domains of the text's ASCII (a Received run's); the tokens of the text and its ASCII as a link's host; the links' hosts; the highest code point; the text lowered; the header block's fields; the openers;
     the character references replaced; the fields' removal; the marked lines; the header block's end, the verdict's hint and the line ends' bytes; the token counter and the field numbers on each batch's words."""
     import html
 
@@ -115,6 +116,8 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             links = tokens.LINKS(text) == [m.group(1) for m in tokens.URL.finditer(text)]
             run = text.encode("ascii", "ignore").decode("ascii")
             received = tokens.RECEIVED_PARTS(run) == tokens.received_parts(run)
+            host = tokens.URL_HOST_TOKENS(text) == (tokens.url_host_tokens(text) if text.isascii() else None)
+            host = host and tokens.URL_HOST_TOKENS(run) == tokens.url_host_tokens(run)
             highest = tokens.HIGHEST(text) == max(map(ord, text), default=0)
             lowered = tokens.LOWERED(text) == text.lower()
             fields = message.FIELDS(text) == message.header_fields(text)
@@ -128,7 +131,7 @@ def fuzz_texts(reference: object, rng: random.Random, n: int) -> int:
             blank = headers.BLANK_LINE_END(raw, start) == headers.blank_line_end(raw, start)
             hinted = headers.VERDICT_HINTED(raw) == headers.verdict_hinted(raw)
             line_ends = message.LINE_END_BYTES(raw) == message.line_end_bytes(raw)
-            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not received or not links or not highest or not lowered or not fields or not opener or not unescaped or not removed or not marked or not blank or not hinted or not line_ends:
+            if got != want or prefixed != [prefix + w for w in found] or not cut or not dotted or not received or not host or not links or not highest or not lowered or not fields or not opener or not unescaped or not removed or not marked or not blank or not hinted or not line_ends:
                 bad += 1
                 print(f"  DIFFERENT text #{done}: {text[:80]!r} {options} prefix={prefix!r}")
             done += 1

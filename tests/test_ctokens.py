@@ -202,6 +202,28 @@ def test_received_parts_take_an_ascii_str_only() -> None:
         tokens.RECEIVED_PARTS("a.\u00e9xample.com")
 
 
+# Links' hosts: labels in either case, dots leading, trailing and doubled, addresses' digit runs.
+HOST = st.lists(st.sampled_from(["1", "12", "192", "1234", ".", "..", "-", "_", "a", "Ab", "COM", "x9", "\u00e9", "\u0663"]), max_size=20).map("".join)
+
+
+@needs_scanner
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(HOST, st.text(ANY_CHAR, max_size=30)))
+@example("..WWW.Example.co.UK.")
+@example("192.0.2.1")
+@example("192.0.2.1234")
+def test_url_host_tokens_are_the_pure_ones(host: str) -> None:
+    """tokens.URL_HOST_TOKENS (C) against url_host_tokens on an ASCII host; None (the pure path's to make) on any other."""
+    assert tokens.URL_HOST_TOKENS(host) == (tokens.url_host_tokens(host) if host.isascii() else None)
+
+
+@needs_scanner
+def test_url_host_tokens_take_a_str_only() -> None:
+    for bad in (b"example.com", None):
+        with pytest.raises(TypeError):
+            tokens.URL_HOST_TOKENS(bad)
+
+
 # Links' pieces: the schemes in either case, their letters' case-blind partner beyond ASCII
 # (the long s) and a look-alike (the Kelvin sign), separators, hosts, ports in any decimal digits.
 LINK_PIECES = ["http", "HTTPS", "fTp", "s", "p", "\u017f", "\u212a", "://", ":", "/", ":80", ":\u0663", "a.b", "\u00e9", " ", "\n", "?", "\u4e2d"]

@@ -567,6 +567,26 @@ append_piece(PyObject *list, const char *head, const Py_UCS1 *s, Py_ssize_t from
     return append_new(list, token);
 }
 
+/* tokens.domain_suffixes of the host s[b:end] (ASCII): `head` + its last 4, 3 and 2 labels, as many
+ * as it has, lowered, appended to `list`; -1 on error. */
+static int
+append_suffixes(PyObject *list, const char *head, const Py_UCS1 *s, Py_ssize_t b, Py_ssize_t end)
+{
+    /* The starts of the last 2, 3 and 4 labels: after the last dots, or the host's start. */
+    Py_ssize_t starts[5];
+    int dots = 0;
+    for (Py_ssize_t i = end - 1; i >= b && dots < 4; i--)
+        if (s[i] == '.')
+            starts[++dots] = i + 1;
+    int most = dots < 4 ? dots + 1 : 4;
+    if (dots < 4)
+        starts[most] = b;
+    for (int labels = most; labels >= 2; labels--)
+        if (append_piece(list, head, s, starts[labels], end, 1) < 0)
+            return -1;
+    return 0;
+}
+
 /* IPV4_ASCII's findall, `\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b`: each address's /24 and
  * /16 networks.  A group's digits are followed by a dot (the last group's by no word character),
  * so only a whole run of 1 to 3 digits can be one: nothing to backtrack into. */
@@ -651,20 +671,8 @@ host_domains(PyObject *list, const Py_UCS1 *s, Py_ssize_t n)
             }
             end = dot;
         }
-        if (host_end >= 0) {
-            /* The starts of the host's last 2, 3 and 4 labels: after its last dots, or the host's start. */
-            Py_ssize_t starts[5];
-            int dots = 0;
-            for (Py_ssize_t i = host_end - 1; i >= b && dots < 4; i--)
-                if (s[i] == '.')
-                    starts[++dots] = i + 1;
-            int most = dots < 4 ? dots + 1 : 4;
-            if (dots < 4)
-                starts[most] = b;
-            for (int labels = most; labels >= 2; labels--)
-                if (append_piece(list, "rcvd-host:", s, starts[labels], host_end, 1) < 0)
-                    return -1;
-        }
+        if (host_end >= 0 && append_suffixes(list, "rcvd-host:", s, b, host_end) < 0)
+            return -1;
         p = e;
     }
     return 0;
@@ -690,6 +698,54 @@ received_parts(PyObject *module, PyObject *text)
     }
     Py_XDECREF(networks);
     Py_XDECREF(domains);
+    return out;
+}
+
+PyDoc_STRVAR(url_host_tokens_doc,
+"url_host_tokens(host) -> tuple[str, ...] | None\n\n"
+"tokens.url_host_tokens of an ASCII host (a str): url:ip-address and url: + the host for an IPv4\n"
+"address, else url: + its parent domains; None for a host that is not ASCII.");
+
+/* Whether s[0:n] is four groups of 1 to 3 digits joined by dots: IPV4's fullmatch. */
+static int
+is_ipv4(const Py_UCS1 *s, Py_ssize_t n)
+{
+    Py_ssize_t at = 0;
+    for (int k = 0; k < 4; k++) {
+        Py_ssize_t from = at;
+        while (at < n && at - from < 4 && is_ascii_digit(s[at]))
+            at++;
+        if (at == from || at - from > 3 || (k < 3 ? at >= n || s[at++] != '.' : at != n))
+            return 0;
+    }
+    return 1;
+}
+
+static PyObject *
+url_host_tokens(PyObject *module, PyObject *host)
+{
+    if (!readable_str(host, "url_host_tokens() takes a str"))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(host))
+        Py_RETURN_NONE;
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(host);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(host), b = 0, end = n;
+    PyObject *list = PyList_New(0), *out = NULL;
+    if (list == NULL)
+        return NULL;
+    int failed;
+    if (is_ipv4(s, n))
+        failed = append_piece(list, "url:ip-address", s, 0, 0, 0) < 0 || append_piece(list, "url:", s, 0, n, 0) < 0;
+    else {
+        while (b < end && s[b] == '.')
+            b++;
+        while (end > b && s[end - 1] == '.')
+            end--;
+        failed = append_suffixes(list, "url:", s, b, end) < 0;
+    }
+    if (!failed)
+        out = PyList_AsTuple(list);
+    Py_DECREF(list);
     return out;
 }
 
@@ -2176,6 +2232,7 @@ static PyMethodDef methods[] = {
     {"tags", tags, METH_O, tags_doc},
     {"dotted", (PyCFunction)(void (*)(void))dotted, METH_FASTCALL, dotted_doc},
     {"received_parts", received_parts, METH_O, received_parts_doc},
+    {"url_host_tokens", url_host_tokens, METH_O, url_host_tokens_doc},
     {"links", links, METH_O, links_doc},
     {"highest", highest, METH_O, highest_doc},
     {"lowered", lowered, METH_O, lowered_doc},
