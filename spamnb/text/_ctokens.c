@@ -587,9 +587,36 @@ append_suffixes(PyObject *list, const char *head, const Py_UCS1 *s, Py_ssize_t b
     return 0;
 }
 
+/* The end of a run of 1 to 3 ASCII digits at s[q], or -1 (none, or 4 or more). */
+static Py_ssize_t
+digits_end(const Py_UCS1 *s, Py_ssize_t n, Py_ssize_t q)
+{
+    Py_ssize_t r = q;
+    while (r < n && r - q < 4 && is_ascii_digit(s[r]))
+        r++;
+    return r == q || r - q > 3 ? -1 : r;
+}
+
+/* The end of an address from s[p] on, four runs of 1 to 3 digits joined by dots (the first
+ * three runs' ends in `ends`), or -1.  A run's digits are followed by a dot (the last run's, for
+ * the callers, by no word character or the end), so only a whole run can be a group: the
+ * patterns' `\d{1,3}` have nothing to backtrack into. */
+static Py_ssize_t
+dotted_quad(const Py_UCS1 *s, Py_ssize_t n, Py_ssize_t p, Py_ssize_t ends[3])
+{
+    Py_ssize_t q = p;
+    for (int k = 0; k < 3; k++) {
+        Py_ssize_t r = digits_end(s, n, q);
+        if (r < 0 || r >= n || s[r] != '.')
+            return -1;
+        ends[k] = r;
+        q = r + 1;
+    }
+    return digits_end(s, n, q);
+}
+
 /* IPV4_ASCII's findall, `\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}\b`: each address's /24 and
- * /16 networks.  A group's digits are followed by a dot (the last group's by no word character),
- * so only a whole run of 1 to 3 digits can be one: nothing to backtrack into. */
+ * /16 networks. */
 static int
 ip_networks(PyObject *list, const Py_UCS1 *s, Py_ssize_t n)
 {
@@ -599,25 +626,15 @@ ip_networks(PyObject *list, const Py_UCS1 *s, Py_ssize_t n)
             p++;
             continue;
         }
-        Py_ssize_t ends[4], q = p;
-        int k;
-        for (k = 0; k < 4; k++) {
-            Py_ssize_t r = q;
-            while (r < n && r - q < 4 && is_ascii_digit(s[r]))
-                r++;
-            if (r == q || r - q > 3 || (k < 3 ? r >= n || s[r] != '.' : r < n && is_ascii_word(s[r])))
-                break;
-            ends[k] = r;
-            q = k < 3 ? r + 1 : r;
-        }
-        if (k < 4) {
+        Py_ssize_t ends[3], end = dotted_quad(s, n, p, ends);
+        if (end < 0 || (end < n && is_ascii_word(s[end]))) {
             p++;
             continue;
         }
         /* rcvd-ip:a.b.c, rcvd-ip:a.b: the match's text up to the third group's end, the second's. */
         if (append_piece(list, "rcvd-ip:", s, p, ends[2], 0) < 0 || append_piece(list, "rcvd-ip:", s, p, ends[1], 0) < 0)
             return -1;
-        p = q;
+        p = end;
     }
     return 0;
 }
@@ -706,21 +723,6 @@ PyDoc_STRVAR(url_host_tokens_doc,
 "tokens.url_host_tokens of an ASCII host (a str): url:ip-address and url: + the host for an IPv4\n"
 "address, else url: + its parent domains; None for a host that is not ASCII.");
 
-/* Whether s[0:n] is four groups of 1 to 3 digits joined by dots: IPV4's fullmatch. */
-static int
-is_ipv4(const Py_UCS1 *s, Py_ssize_t n)
-{
-    Py_ssize_t at = 0;
-    for (int k = 0; k < 4; k++) {
-        Py_ssize_t from = at;
-        while (at < n && at - from < 4 && is_ascii_digit(s[at]))
-            at++;
-        if (at == from || at - from > 3 || (k < 3 ? at >= n || s[at++] != '.' : at != n))
-            return 0;
-    }
-    return 1;
-}
-
 static PyObject *
 url_host_tokens(PyObject *module, PyObject *host)
 {
@@ -734,7 +736,8 @@ url_host_tokens(PyObject *module, PyObject *host)
     if (list == NULL)
         return NULL;
     int failed;
-    if (is_ipv4(s, n))
+    Py_ssize_t ends[3];
+    if (dotted_quad(s, n, 0, ends) == n) /* IPV4's fullmatch */
         failed = append_piece(list, "url:ip-address", s, 0, 0, 0) < 0 || append_piece(list, "url:", s, 0, n, 0) < 0;
     else {
         while (b < end && s[b] == '.')
@@ -1507,6 +1510,15 @@ same_str(PyObject *a, PyObject *b)
     return a == b || (PyUnicode_GET_LENGTH(b) == n && PyUnicode_KIND(b) == kind && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0);
 }
 
+/* Whether `head` (a str, or NULL for none yet) is token[:colon + 1], the head of `token` whose
+ * first colon PyUnicode_FindChar found at `colon` (-1: none, the head ""): `counted` and
+ * `field_numbers` keep a run of tokens of one field to the head they made for its first. */
+static int
+is_head_of(PyObject *head, PyObject *token, Py_ssize_t colon)
+{
+    return head != NULL && PyUnicode_GET_LENGTH(head) == colon + 1 && (colon < 0 || PyUnicode_Tailmatch(token, head, 0, colon + 1, -1) == 1);
+}
+
 /* The slot of `token` (hash `h`) in the table, or the empty one where it would go. */
 static size_t
 place_slot(const uint64_t *slots, size_t mask, PyObject *distinct, PyObject *token, uint64_t h)
@@ -1651,7 +1663,7 @@ counted(PyObject *module, PyObject *args)
             }
             Py_ssize_t place = -1, col = -1;
             uint64_t h = 0;
-            size_t at = 0;
+            size_t own_at = 0; /* the token's slot in the chunk's own table */
             if (indexed) {
                 Probe *q = &probes[i];
                 size_t at = slot_of(table, mask, blob.buf, starts, n_cols, q->p, q->len, q->h);
@@ -1666,9 +1678,9 @@ counted(PyObject *module, PyObject *args)
                 if (PyUnicode_READY(token) < 0)
                     goto done;
                 h = str_hash(token);
-                at = place_slot(own, own_mask, distinct, token, h);
-                if (own[at] != 0)
-                    place = (Py_ssize_t)(own[at] & 0xffffffffULL) - 1;
+                own_at = place_slot(own, own_mask, distinct, token, h);
+                if (own[own_at] != 0)
+                    place = (Py_ssize_t)(own[own_at] & 0xffffffffULL) - 1;
             }
             if (place < 0) {
                 place = PyList_GET_SIZE(distinct);
@@ -1727,9 +1739,9 @@ counted(PyObject *module, PyObject *args)
                         PyMem_Free(own);
                         own = wider;
                         own_mask = wider_mask;
-                        at = place_slot(own, own_mask, distinct, token, h);
+                        own_at = place_slot(own, own_mask, distinct, token, h);
                     }
-                    own[at] = ((h >> 32) << 32) | (uint64_t)(place + 1);
+                    own[own_at] = ((h >> 32) << 32) | (uint64_t)(place + 1);
                     hash_of[place] = h;
                     own_used++;
                 }
@@ -1741,7 +1753,7 @@ counted(PyObject *module, PyObject *args)
                     if (colon == -2)
                         goto done;
                     PyObject *head = n_heads ? PyList_GET_ITEM(heads, n_heads - 1) : NULL;
-                    if (head == NULL || PyUnicode_GET_LENGTH(head) != colon + 1 || (colon >= 0 && PyUnicode_Tailmatch(token, head, 0, colon + 1, -1) != 1)) {
+                    if (!is_head_of(head, token, colon)) {
                         if ((head = PyUnicode_Substring(token, 0, colon + 1)) == NULL)
                             goto done;
                         int failed = PyList_Append(heads, head);
@@ -1868,7 +1880,7 @@ field_numbers(PyObject *module, PyObject *args)
         Py_ssize_t colon = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1);
         if (colon == -2)
             goto fail;
-        if (last == NULL || PyUnicode_GET_LENGTH(last) != colon + 1 || (colon >= 0 && PyUnicode_Tailmatch(token, last, 0, colon + 1, -1) != 1)) {
+        if (!is_head_of(last, token, colon)) {
             Py_XDECREF(last);
             if ((last = PyUnicode_Substring(token, 0, colon + 1)) == NULL)
                 goto fail;
