@@ -324,9 +324,14 @@ def fingerprint(head: bytes, rest: bytes, limit: int | None, trailing: bool) -> 
         rest = rest.rstrip(b"\r\n")
     if not rest:
         head = head[:-2] if head.endswith(b"\r\n") else head[:-1] if head.endswith((b"\n", b"\r")) else head
-    import hashlib  # learning needs it, scoring does not: off the pipe's start-up
+    # Learning needs it, scoring does not: off the pipe's start-up.  hashlib's blake2b is
+    # _blake2's, whose import leaves out hashlib's load of OpenSSL for its other digests.
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # a Python without the module
+        from hashlib import blake2b
 
-    found = hashlib.blake2b(len(head).to_bytes(8, "big"), digest_size=16)
+    found = blake2b(len(head).to_bytes(8, "big"), digest_size=16)
     found.update(head)
     found.update(rest)
     return found.digest()
