@@ -509,6 +509,22 @@ def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> Non
     assert blob == "\n".join(sorted(vocab.tokens)).encode() and blob_order.tolist() == order.tolist()
 
 
+def test_vocabulary_sorts_tokens_tied_on_their_first_bytes_in_many_runs_at_once() -> None:
+    """Header fields' names begin many tokens: the sort's later rounds each hold many runs
+    of tokens that share their first bytes, each run sorted apart."""
+    rng = np.random.default_rng(5)
+    heads = ["received:from", "subject:", "message-id:<", "url:www.", "rcvd-host:mail"]
+    tokens = list(dict.fromkeys(h + "".join(rng.choice(list("az09.-é"), rng.integers(0, 20))) for h in heads for _ in range(300)))
+    rng.shuffle(tokens)
+    vocab = Vocabulary(tokens)
+    blob, order = vocab.sorted_blob()
+    assert [vocab.tokens[i] for i in order] == sorted(tokens)
+    assert blob == "\n".join(sorted(tokens)).encode()
+    pairs = [f"{i:07d}{last}" for i in range(70_000) for last in "ba"]  # more runs than 16 bits number
+    blob, order = Vocabulary(pairs).sorted_blob()
+    assert blob == "\n".join(sorted(pairs)).encode() and order[:4].tolist() == [1, 0, 3, 2]
+
+
 # Tokens that share long beginnings (the sort compares a few bytes at a time), and any
 # code points but the separator: NUL, the surrogates a token may hold, past the BMP.
 SORTED_TOKEN = st.one_of(

@@ -118,8 +118,12 @@ def joined(utf8: Encoded, order: np.ndarray) -> bytes:
     for at in range(0, len(order), JOIN_BLOCK):
         block = order[at : at + JOIN_BLOCK]
         sizes = utf8.lengths[block] + 1  # each with the newline after it
-        ends = np.cumsum(sizes)
-        pieces.append(utf8.padded[np.arange(ends[-1]) + np.repeat(utf8.starts[block] - (ends - sizes), sizes)].tobytes())
+        starts = utf8.starts[block]
+        # Each byte's place in the encoded blob, as running sums of steps: 1 within a
+        # token, a jump to its start at a token's first byte (one pass, no repeat).
+        steps = np.ones(int(sizes.sum()), np.int64)
+        steps[np.cumsum(sizes) - sizes] = np.diff(starts, prepend=0) - np.concatenate(([0], sizes[:-1] - 1))
+        pieces.append(utf8.padded.take(np.cumsum(steps, out=steps)).tobytes())
     return b"".join(pieces)[:-1]
 
 
@@ -150,7 +154,7 @@ def code_point_order(utf8: Encoded, first: int = 0) -> np.ndarray:
         return (word & KEY_MASKS[np.minimum(left, KEY_BYTES)]) | np.minimum(left, 8).astype(np.uint64)
 
     key = keys(np.arange(first, n), 0)
-    by = np.argsort(key, kind="stable")
+    by = radix_order(digits(key, 64))
     order, key = by + first, key[by]
     at = np.arange(len(order))  # the places in `order` of the runs still tied
     new_run = np.zeros(len(order), bool)
@@ -166,9 +170,25 @@ def code_point_order(utf8: Encoded, first: int = 0) -> np.ndarray:
         step += 1
         cols = order[at]
         key = keys(cols, step)
-        by = np.lexsort((key, runs))
+        runs -= runs[0]
+        by = radix_order([*digits(key, 64), *digits(runs, int(runs[-1]).bit_length())])  # by run, then key
         order[at], key = cols[by], key[by]
         new_run = np.concatenate(([True], runs[1:] != runs[:-1]))
+
+
+def radix_order(keys: list[np.ndarray]) -> np.ndarray:
+    """The stable order of rows by the 16-bit digits `keys`, the least significant first:
+    numpy's radix sort of each in turn, where its sort of wider keys compares them."""
+    order = np.argsort(keys[0], kind="stable")
+    for key in keys[1:]:
+        order = order[np.argsort(key[order], kind="stable")]
+    return order
+
+
+def digits(a: np.ndarray, bits: int) -> list[np.ndarray]:
+    """The 16-bit digits of `a`'s values (none negative, below 2 ** bits), the least
+    significant first; at least one."""
+    return [(a >> shift).astype(np.uint16) for shift in range(0, max(bits, 1), 16)]
 
 
 class SortedTokens(sortedtokens.SortedTokens):
