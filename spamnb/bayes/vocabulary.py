@@ -22,11 +22,12 @@ from spamnb.bayes import sortedtokens
 from spamnb.text.tokens import FieldNumbers, field_ids
 
 SEPARATOR = "\n"  # tokens never hold whitespace, so a newline can join them
-# Vocabulary.lookup in C where it was built (spamnb/text/_ctokens.c): batch scoring looks up
-# each chunk's distinct tokens, in a third less time than map over dict.get.
+# A Vocabulary's index in C where it was built (spamnb/text/_ctokens.c): a hash table of its
+# columns over its token list, which train's parent grows by each chunk's distinct tokens
+# (GROWN) and batch scoring looks tokens up in (LOOKED_UP), in a fraction of a dict's time:
+# no siphash of each fresh str, no int per column.  Else (SPAMNB_PURE) a dict.
+TOKEN_INDEX = compiled.scanner_function("token_index")
 LOOKED_UP = compiled.scanner_function("looked_up")
-# Vocabulary.grow in C where it was built: train's parent grows the vocabulary by each chunk's
-# distinct tokens, in half the time of a defaultdict's factory called per new token.
 GROWN = compiled.scanner_function("grown")
 
 
@@ -35,28 +36,36 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[str] = (), sorted_prefix: int = 0) -> None:
         self.tokens: list[str] = list(tokens)
-        # 3x a dict comprehension; a defaultdict for `grow` (no default outside it)
-        self.index: defaultdict[str, int] = defaultdict(None, zip(self.tokens, range(len(self.tokens)), strict=True))
+        self.index: bytearray | defaultdict[str, int]
+        if TOKEN_INDEX is not None:
+            self.index = TOKEN_INDEX(self.tokens)
+        else:  # 3x a dict comprehension; a defaultdict for `grow` (no default outside it)
+            self.index = defaultdict(None, zip(self.tokens, range(len(self.tokens)), strict=True))
         self.sorted_prefix = sorted_prefix
+
+    def __reduce__(self) -> tuple[type[Vocabulary], tuple[list[str], int]]:
+        # Sent as its tokens, indexed where it lands: a process there may run the pure path.
+        return Vocabulary, (self.tokens, self.sorted_prefix)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
-        if LOOKED_UP is not None:
-            return LOOKED_UP(self.index, tokens if type(tokens) is list else list(tokens))
+        index = self.index
+        if type(index) is bytearray:
+            return LOOKED_UP(index, self.tokens, tokens if type(tokens) is list else list(tokens))  # type: ignore[misc]
         # map over get and a repeated default runs in C, faster than a comprehension.
-        return list(map(self.index.get, tokens, itertools.repeat(-1)))
+        return list(map(index.get, tokens, itertools.repeat(-1)))
 
     def grow(self, tokens: Iterable[str]) -> np.ndarray:
         """Columns of tokens (int64), adding the ones not seen before."""
-        if GROWN is not None:
-            return np.frombuffer(GROWN(self.index, self.tokens, tokens if type(tokens) is list else list(tokens)), np.int64)
+        index, known = self.index, self.tokens
+        if type(index) is bytearray:
+            return np.frombuffer(GROWN(index, known, tokens if type(tokens) is list else list(tokens)), np.int64)  # type: ignore[misc]
         # New tokens are numbered in C as they are met: while growing, the dictionary's
         # default is the next column, and its last keys are then the new tokens in column
         # order (read from the end, not by skipping the old keys): a third less of train's
         # serial CPU than a Python loop over a chunk's tokens.
-        index, known = self.index, self.tokens
         had = len(index)
         index.default_factory = itertools.count(len(known)).__next__
         try:
