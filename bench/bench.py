@@ -9,7 +9,7 @@ cannot find.  Nothing here asserts: benchmarks print figures.
 
 Figures (the goals of issue 4 in brackets):
   batch classify msgs/s, default --jobs and --jobs 1    [>= 1.5x, >= 1.0x bogofilter (issue 30)]
-  train msgs/s                                          [>= 1.0x bogofilter (issue 30)]
+  train msgs/s, best of 3 alternating with bogofilter   [>= 1.0x bogofilter (issue 30)]
   tokeniser CPU per message, compiled and source     [<= 0.12 ms (issue 30)], and what each compiled module buys
   one piped message, compiled vs source modules      [<= 1.0x (issue 30)]
   one piped message, wall                               [<= 0.4x python -c "import numpy" (issue 14)]
@@ -43,6 +43,7 @@ PYTHON = sys.executable
 DEFAULT_INDEX = os.path.join(REPO, "..", "shared", "corpora", "spamassassin", "index")
 INDEX = os.environ.get("SPAMNB_BENCH_CORPUS", DEFAULT_INDEX)
 BOGOFILTER = shutil.which("bogofilter")
+TRAIN_RUNS = 3
 PIPE_RUNS = int(os.environ.get("SPAMNB_BENCH_PIPE_RUNS", "15"))
 
 
@@ -218,16 +219,23 @@ def bench(work: str, mail: list[tuple[str, str]], n: int) -> int:
     with open(listing, "w") as f:
         f.write(all_list)
 
-    # Training: the whole corpus into a new model.
-    t_train, _ = run([SPAMNB, "-q", "train", "-m", model, "--index", INDEX])
-    bf_train = None
-    if BOGOFILTER:
-        os.makedirs(bogo)
-        start = time.perf_counter()
-        run([BOGOFILTER, "-d", bogo, "-s", "-b"], spam_list)
-        run([BOGOFILTER, "-d", bogo, "-n", "-b"], ham_list)
-        bf_train = time.perf_counter() - start
-    ratio_row("train (whole corpus)", n, t_train, bf_train, ">= 1.0x")
+    # Training: the whole corpus into a new model, alternating with bogofilter, the best of each:
+    # a single run of either swings by a tenth with whatever else the machine does.
+    trains, bf_trains = [], []
+    for _ in range(TRAIN_RUNS):
+        for path in (model, bogo):
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
+        trains.append(run([SPAMNB, "-q", "train", "-m", model, "--index", INDEX])[0])
+        if BOGOFILTER:
+            os.makedirs(bogo)
+            start = time.perf_counter()
+            run([BOGOFILTER, "-d", bogo, "-s", "-b"], spam_list)
+            run([BOGOFILTER, "-d", bogo, "-n", "-b"], ham_list)
+            bf_trains.append(time.perf_counter() - start)
+    ratio_row(f"train (whole corpus, best of {TRAIN_RUNS})", n, min(trains), min(bf_trains) if bf_trains else None, ">= 1.0x")
 
     # Batch classification of the same files (a folder of message files each).
     folders = sorted({os.path.dirname(p) for p in files})

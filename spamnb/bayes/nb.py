@@ -307,6 +307,23 @@ def used_columns(cols: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndar
     return np.flatnonzero(mask), (np.cumsum(mask) - 1)[cols]
 
 
+def column_order(rows: np.ndarray, cols: np.ndarray, n_features: int) -> np.ndarray | None:
+    """An order of entries (`rows`, `cols` of `n_features`; a row's columns distinct) in
+    which each row's entries come in column order; None where they do already (batch
+    classify's counter gives them so).  Every sum over a row's entries adds them in their
+    order in the arrays, whatever other rows' lie between, so an order by column alone
+    serves: by a radix sort of their ranks among the columns used where those fit 16 bits
+    (the calibration's sampled messages, in order of first sight), else of (row, column)."""
+    key = rows * n_features + cols
+    if (key[1:] > key[:-1]).all():
+        return None
+    used = np.zeros(n_features, bool)
+    used[cols] = True
+    if np.count_nonzero(used) < 1 << 16:
+        return np.argsort(np.cumsum(used, dtype=np.uint16)[cols], kind="stable")
+    return np.argsort(key, kind="stable")
+
+
 def row_sums(rows: np.ndarray, n: int, weights: np.ndarray, per_entry: np.ndarray, then: Tail | None = None) -> np.ndarray:
     """(n, width): per row, the sum of its entries' table rows `per_entry` times `weights`,
     in the entries' order (a weighted bincount per column of the table); then, where given,
@@ -342,8 +359,9 @@ def placed(rows: Rows, kept: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 class Entries(NamedTuple):
-    """A batch's entries as an event model sums them: the known ones sorted by (row, column),
-    so the floats do not depend on how the messages were cut into chunks, then the unknown."""
+    """A batch's entries as an event model sums them: the known ones with each row's in
+    column order (`column_order`), so the floats do not depend on how the messages were cut
+    into chunks or their tokens numbered, then the unknown."""
 
     rows: np.ndarray  # each known entry's message
     x: np.ndarray  # its weight: `prepare`d count times its duplicate share
@@ -430,10 +448,9 @@ class EventModel(formulas.Event, ABC):
         known = rows.cols >= 0
         scored = known if counted is None else known & counted
         pick = np.flatnonzero(scored)
-        # The keys are distinct (a message's columns are), so any sort gives this order; a
-        # stable one (timsort) takes each message's keys, partly in order already, as runs.
-        # Each array is then taken once, by the sorted entries' places.
-        pick = pick[np.argsort(row_of[pick] * len(table) + rows.cols[pick], kind="stable")]
+        order = column_order(row_of[pick], rows.cols[pick], len(table))
+        if order is not None:  # each array is then taken once, by the ordered entries' places
+            pick = pick[order]
         at, cols = row_of[pick], rows.cols[pick]
         x = self.message_weights(rows.counts, rows.lengths)[pick]
         if keys is not None:
