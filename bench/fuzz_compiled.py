@@ -157,10 +157,10 @@ def field_numbers_agree(every: list[str]) -> bool:
 
 def counts_agree(token_lists: list[list[str]]) -> bool:
     """The token counter (vocabulary.COUNTED, C) against local_rows' numpy path: the same tokens,
-    and each message the same (column, count, field) entries; and the look-ups (vocabulary.LOOKED_UP)
-    of those tokens in a vocabulary of every other one against dict.get, a vocabulary's growth by
-    them (vocabulary.GROWN) against the pure path's, and the counter with
-    that vocabulary's blob (vocabulary.Indexed) against both."""
+    and each message the same (column, count, field) entries; the look-ups (vocabulary.LOOKED_UP)
+    of those tokens in a vocabulary of every other one and a vocabulary's growth by them
+    (vocabulary.GROWN), in its index (vocabulary.TOKEN_INDEX), against the pure path's dict's;
+    and the counter with that vocabulary's blob (vocabulary.Indexed) against both."""
     import numpy as np
 
     from spamnb.bayes import vocabulary
@@ -177,15 +177,14 @@ def counts_agree(token_lists: list[list[str]]) -> bool:
         order = np.lexsort((rows.cols, row))
         return [row[order].tolist(), rows.cols[order].tolist(), rows.counts[order].tolist(), rows.fields[order].tolist()]  # type: ignore[index]
 
-    vocab = vocabulary.Vocabulary(got.tokens[::2])
-    looked_up = vocab.lookup(got.tokens) == [vocab.index.get(t, -1) for t in got.tokens]
-    grown, pure = vocabulary.Vocabulary(got.tokens[1::3]), vocabulary.Vocabulary(got.tokens[1::3])
-    saved, vocabulary.GROWN = vocabulary.GROWN, None
+    vocab, grown = vocabulary.Vocabulary(got.tokens[::2]), vocabulary.Vocabulary(got.tokens[1::3])
+    saved, vocabulary.TOKEN_INDEX = vocabulary.TOKEN_INDEX, None
     try:
-        want_columns = pure.grow(got.tokens)
+        by_dict, pure = vocabulary.Vocabulary(vocab.tokens), vocabulary.Vocabulary(grown.tokens)
     finally:
-        vocabulary.GROWN = saved
-    looked_up = looked_up and grown.grow(got.tokens).tolist() == want_columns.tolist() and grown.tokens == pure.tokens
+        vocabulary.TOKEN_INDEX = saved
+    looked_up = vocab.lookup(got.tokens) == by_dict.lookup(got.tokens)
+    looked_up = looked_up and grown.grow(got.tokens).tolist() == pure.grow(got.tokens).tolist() and grown.tokens == pure.tokens
     blob = vocabulary.SEPARATOR.join(vocab.tokens).encode("utf-8", "surrogatepass")
     indexed = vocabulary.local_rows(token_lists, vocabulary.Indexed(blob, *vocabulary.INDEXED(blob)), by_field=True)
     found = indexed.tokens == got.tokens and indexed.columns.tolist() == vocab.lookup(got.tokens) and entries(indexed.rows) == entries(got.rows)

@@ -10,6 +10,7 @@ import base64
 import html
 import itertools
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -594,59 +595,88 @@ def test_field_numbers_stop_where_the_list_changes_or_a_number_is_not_an_int() -
         tokens.FIELD_NUMBERS(["a:1"], {"a:": "one"})
 
 
+def pure_vocabulary(tokens: list[str]) -> vocabulary.Vocabulary:
+    """A Vocabulary indexed by the pure path's dict, as with SPAMNB_PURE set."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vocabulary, "TOKEN_INDEX", None)
+        return vocabulary.Vocabulary(tokens)
+
+
 @needs_scanner
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), st.lists(st.text(ANY_CHAR, max_size=6), max_size=30))
 def test_look_ups_are_the_dictionarys_gets(known: list[str], queries: list[str]) -> None:
-    vocab = vocabulary.Vocabulary(dict.fromkeys(known))
-    got = vocab.lookup(queries)
-    assert got == [vocab.index.get(t, -1) for t in queries] and all(type(c) is int for c in got)
+    """The index in C (vocabulary.TOKEN_INDEX, LOOKED_UP) against a dict made of the list: a
+    token twice in it keeps its last column."""
+    vocab = vocabulary.Vocabulary(known)
+    assert type(vocab.index) is bytearray
+    got = vocab.lookup(queries + known)
+    want = {t: col for col, t in enumerate(known)}
+    assert got == [want.get(t, -1) for t in queries + known] and all(type(c) is int for c in got)
+    assert got == pure_vocabulary(known).lookup(queries + known)
 
 
 @needs_scanner
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), st.lists(st.lists(st.text(ANY_CHAR, max_size=6), max_size=30), max_size=4))
 def test_growth_is_the_pure_paths(known: list[str], chunks: list[list[str]]) -> None:
-    """Vocabulary.grow by vocabulary.GROWN (C) and by the pure path: the same columns, tokens and index."""
-    grown, pure = vocabulary.Vocabulary(dict.fromkeys(known)), vocabulary.Vocabulary(dict.fromkeys(known))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vocabulary, "GROWN", None)
-        want = [pure.grow(tokens) for tokens in chunks]
+    """Vocabulary.grow by the index in C (vocabulary.GROWN, which widens it as it fills) and by
+    the pure path's dict: the same columns, tokens and look-ups after."""
+    grown, pure = vocabulary.Vocabulary(dict.fromkeys(known)), pure_vocabulary(list(dict.fromkeys(known)))
+    want = [pure.grow(tokens) for tokens in chunks]
     got = [grown.grow(tokens) for tokens in chunks]
     assert [a.tolist() for a in got] == [a.tolist() for a in want] and all(a.dtype == b.dtype == np.int64 for a, b in zip(got, want, strict=True))
-    assert grown.tokens == pure.tokens and grown.index == pure.index and grown.index.default_factory is None
+    every = [*known, *itertools.chain.from_iterable(chunks), "never"]
+    assert grown.tokens == pure.tokens and grown.lookup(every) == pure.lookup(every) and pure.index.default_factory is None  # type: ignore[union-attr]
 
 
 @needs_scanner
-def test_growth_takes_a_dict_and_lists_of_strs_only() -> None:
+def test_a_vocabulary_is_sent_as_its_tokens_and_indexed_where_it_lands() -> None:
+    vocab = vocabulary.Vocabulary(["a", "b"])
+    vocab.grow(["c", "a"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vocabulary, "TOKEN_INDEX", None)  # a pure process there
+        there = pickle.loads(pickle.dumps(vocab))
+    assert type(there.index) is not bytearray and there.tokens == ["a", "b", "c"] and there.lookup(["c", "z"]) == [2, -1]
+    here = pickle.loads(pickle.dumps(vocab))
+    assert type(here.index) is bytearray and here.grow(["z", "b"]).tolist() == [3, 1]
+
+
+@needs_scanner
+def test_growth_and_look_ups_take_an_index_and_lists_of_strs_only() -> None:
     class Word(str):
         pass
 
-    for args in (([], [], ["a"]), ({}, (), ["a"]), ({}, [], ("a",)), ({}, [], ["a", b"b"]), ({}, [], [Word("a")])):
+    index = vocabulary.TOKEN_INDEX([])
+    for args in (({}, [], ["a"]), (index, (), ["a"]), (index, [], ("a",)), (index, [], ["a", b"b"]), (index, [], [Word("a")])):
         with pytest.raises(TypeError):
             vocabulary.GROWN(*args)
+    for args in (({}, [], ["a"]), (index, (), ["a"]), (index, [], ("a",))):
+        with pytest.raises(TypeError):
+            vocabulary.LOOKED_UP(*args)
+    for bad in (bytearray(), bytearray(24), bytearray(8 * 12)):
+        with pytest.raises(ValueError):
+            vocabulary.GROWN(bad, [], ["a"])
+    for known in (("a",), ["a", 1]):
+        with pytest.raises(TypeError):
+            vocabulary.TOKEN_INDEX(known)
+    assert vocabulary.LOOKED_UP(vocabulary.TOKEN_INDEX(["a"]), ["a"], ["a", 1, b"a", Word("a")]) == [0, -1, -1, -1]
 
 
 @needs_scanner
-def test_look_ups_take_a_dict_and_a_list_and_survive_a_key_that_changes_them() -> None:
-    for args in (([], ["a"]), ({}, ("a",))):
-        with pytest.raises(TypeError):
-            vocabulary.LOOKED_UP(*args)
-    with pytest.raises(TypeError):
-        vocabulary.LOOKED_UP({}, [["unhashable"]])
-    queries: list[str] = []
-
-    class Key(str):
-        """Equal to "a", and on comparing empties the list being looked up."""
-
-        __hash__ = str.__hash__
-
-        def __eq__(self, other: object) -> bool:
-            queries.clear()
-            return str.__eq__(self, other)
-
-    queries += [Key("a"), "a", "b"]
-    assert vocabulary.LOOKED_UP({"a": 0}, queries) == [0]
+def test_a_vocabulary_whose_list_python_code_cut_short_stays_safe() -> None:
+    """The index holds places in the vocabulary's list, which is Python's: a place past its end
+    matches nothing, and a full index stops the growth with an error, never a loop."""
+    vocab = vocabulary.Vocabulary([f"t{i}" for i in range(8)])
+    del vocab.tokens[2:]
+    assert vocab.lookup(["t1", "t5"]) == [1, -1]
+    vocab.tokens[1] = 7  # type: ignore[call-overload]
+    assert vocab.lookup(["t1"]) == [-1]
+    vocab.tokens[1] = "t1"
+    vocab.grow([f"u{i}" for i in range(3)])
+    del vocab.tokens[:]
+    with pytest.raises(ValueError, match="cut short"):
+        vocab.grow([f"v{i}" for i in range(40)])
 
 
 @needs_scanner

@@ -494,12 +494,10 @@ def test_vocabulary_grow_numbers_new_tokens_in_order_of_first_sight() -> None:
             want.setdefault(t, len(want))
         assert vocab.grow(batch).tolist() == [want[t] for t in batch]
         assert vocab.tokens == list(want)
-    assert vocab.lookup(["w1", "nothing"]) == [1, -1]
-    with pytest.raises(KeyError):
-        vocab.index["nothing"]  # no default outside grow
+    assert vocab.lookup(["w1", "nothing"]) == [1, -1] and vocab.tokens == list(want)  # a look-up adds nothing
     with pytest.raises(TypeError):
         vocab.grow(["fresh", ["unhashable"], "later"])  # type: ignore[list-item]
-    assert vocab.tokens[vocab.index["fresh"]] == "fresh" and len(vocab.tokens) == len(vocab.index)  # still in step
+    assert vocab.tokens == [*want, "fresh"] and vocab.lookup(["fresh", "later"]) == [len(want), -1]  # still in step
 
 
 def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> None:
@@ -509,6 +507,22 @@ def test_vocabulary_sorted_order_merges_new_tokens_into_a_sorted_prefix() -> Non
     assert [vocab.tokens[i] for i in order] == sorted(vocab.tokens)
     blob, blob_order = vocab.sorted_blob()
     assert blob == "\n".join(sorted(vocab.tokens)).encode() and blob_order.tolist() == order.tolist()
+
+
+def test_vocabulary_sorts_tokens_tied_on_their_first_bytes_in_many_runs_at_once() -> None:
+    """Header fields' names begin many tokens: the sort's later rounds each hold many runs
+    of tokens that share their first bytes, each run sorted apart."""
+    rng = np.random.default_rng(5)
+    heads = ["received:from", "subject:", "message-id:<", "url:www.", "rcvd-host:mail"]
+    tokens = list(dict.fromkeys(h + "".join(rng.choice(list("az09.-é"), rng.integers(0, 20))) for h in heads for _ in range(300)))
+    rng.shuffle(tokens)
+    vocab = Vocabulary(tokens)
+    blob, order = vocab.sorted_blob()
+    assert [vocab.tokens[i] for i in order] == sorted(tokens)
+    assert blob == "\n".join(sorted(tokens)).encode()
+    pairs = [f"{i:07d}{last}" for i in range(70_000) for last in "ba"]  # more runs than 16 bits number
+    blob, order = Vocabulary(pairs).sorted_blob()
+    assert blob == "\n".join(sorted(pairs)).encode() and order[:4].tolist() == [1, 0, 3, 2]
 
 
 # Tokens that share long beginnings (the sort compares a few bytes at a time), and any

@@ -45,7 +45,7 @@ def test_explain_json_adds_up_and_shows_true_counts(model: str) -> None:
     magnitudes = [abs(r["contribution"]) for r in rows]
     assert magnitudes == sorted(magnitudes, reverse=True)
     loaded = store.load(model, growable=True)
-    col = loaded.growable().index[rows[0]["token"]]
+    (col,) = loaded.growable().lookup([rows[0]["token"]])
     assert rows[0]["spam_messages"] == loaded.counts.df[1, col]
     assert rows[0]["ham_count"] == loaded.counts.tf[0, col]
     # the same verdict as classify gives
@@ -97,7 +97,7 @@ def test_explain_adds_up_to_the_logit_of_the_verdicts_probability(event_model: t
         # a token's share has the sign of its own evidence (its weight in `inspect --top`)
         weights, _ = loaded.weights()
         for r in e["tokens"]:
-            own = weights[loaded.growable().index[r["token"]]]
+            own = weights[loaded.growable().lookup([r["token"]])[0]]
             assert r["contribution"] * own >= 0, r
 
 

@@ -22,11 +22,12 @@ from spamnb.bayes import sortedtokens
 from spamnb.text.tokens import FieldNumbers, field_ids
 
 SEPARATOR = "\n"  # tokens never hold whitespace, so a newline can join them
-# Vocabulary.lookup in C where it was built (spamnb/text/_ctokens.c): batch scoring looks up
-# each chunk's distinct tokens, in a third less time than map over dict.get.
+# A Vocabulary's index in C where it was built (spamnb/text/_ctokens.c): a hash table of its
+# columns over its token list, which train's parent grows by each chunk's distinct tokens
+# (GROWN) and batch scoring looks tokens up in (LOOKED_UP), in a fraction of a dict's time:
+# no siphash of each fresh str, no int per column.  Else (SPAMNB_PURE) a dict.
+TOKEN_INDEX = compiled.scanner_function("token_index")
 LOOKED_UP = compiled.scanner_function("looked_up")
-# Vocabulary.grow in C where it was built: train's parent grows the vocabulary by each chunk's
-# distinct tokens, in half the time of a defaultdict's factory called per new token.
 GROWN = compiled.scanner_function("grown")
 
 
@@ -35,28 +36,36 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[str] = (), sorted_prefix: int = 0) -> None:
         self.tokens: list[str] = list(tokens)
-        # 3x a dict comprehension; a defaultdict for `grow` (no default outside it)
-        self.index: defaultdict[str, int] = defaultdict(None, zip(self.tokens, range(len(self.tokens)), strict=True))
+        self.index: bytearray | defaultdict[str, int]
+        if TOKEN_INDEX is not None:
+            self.index = TOKEN_INDEX(self.tokens)
+        else:  # 3x a dict comprehension; a defaultdict for `grow` (no default outside it)
+            self.index = defaultdict(None, zip(self.tokens, range(len(self.tokens)), strict=True))
         self.sorted_prefix = sorted_prefix
+
+    def __reduce__(self) -> tuple[type[Vocabulary], tuple[list[str], int]]:
+        # Sent as its tokens, indexed where it lands: a process there may run the pure path.
+        return Vocabulary, (self.tokens, self.sorted_prefix)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def lookup(self, tokens: Iterable[str]) -> list[int]:
-        if LOOKED_UP is not None:
-            return LOOKED_UP(self.index, tokens if type(tokens) is list else list(tokens))
+        index = self.index
+        if type(index) is bytearray:
+            return LOOKED_UP(index, self.tokens, tokens if type(tokens) is list else list(tokens))  # type: ignore[misc]
         # map over get and a repeated default runs in C, faster than a comprehension.
-        return list(map(self.index.get, tokens, itertools.repeat(-1)))
+        return list(map(index.get, tokens, itertools.repeat(-1)))
 
     def grow(self, tokens: Iterable[str]) -> np.ndarray:
         """Columns of tokens (int64), adding the ones not seen before."""
-        if GROWN is not None:
-            return np.frombuffer(GROWN(self.index, self.tokens, tokens if type(tokens) is list else list(tokens)), np.int64)
+        index, known = self.index, self.tokens
+        if type(index) is bytearray:
+            return np.frombuffer(GROWN(index, known, tokens if type(tokens) is list else list(tokens)), np.int64)  # type: ignore[misc]
         # New tokens are numbered in C as they are met: while growing, the dictionary's
         # default is the next column, and its last keys are then the new tokens in column
         # order (read from the end, not by skipping the old keys): a third less of train's
         # serial CPU than a Python loop over a chunk's tokens.
-        index, known = self.index, self.tokens
         had = len(index)
         index.default_factory = itertools.count(len(known)).__next__
         try:
@@ -109,8 +118,12 @@ def joined(utf8: Encoded, order: np.ndarray) -> bytes:
     for at in range(0, len(order), JOIN_BLOCK):
         block = order[at : at + JOIN_BLOCK]
         sizes = utf8.lengths[block] + 1  # each with the newline after it
-        ends = np.cumsum(sizes)
-        pieces.append(utf8.padded[np.arange(ends[-1]) + np.repeat(utf8.starts[block] - (ends - sizes), sizes)].tobytes())
+        starts = utf8.starts[block]
+        # Each byte's place in the encoded blob, as running sums of steps: 1 within a
+        # token, a jump to its start at a token's first byte (one pass, no repeat).
+        steps = np.ones(int(sizes.sum()), np.int64)
+        steps[np.cumsum(sizes) - sizes] = np.diff(starts, prepend=0) - np.concatenate(([0], sizes[:-1] - 1))
+        pieces.append(utf8.padded.take(np.cumsum(steps, out=steps)).tobytes())
     return b"".join(pieces)[:-1]
 
 
@@ -141,7 +154,7 @@ def code_point_order(utf8: Encoded, first: int = 0) -> np.ndarray:
         return (word & KEY_MASKS[np.minimum(left, KEY_BYTES)]) | np.minimum(left, 8).astype(np.uint64)
 
     key = keys(np.arange(first, n), 0)
-    by = np.argsort(key, kind="stable")
+    by = radix_order(digits(key, 64))
     order, key = by + first, key[by]
     at = np.arange(len(order))  # the places in `order` of the runs still tied
     new_run = np.zeros(len(order), bool)
@@ -157,9 +170,25 @@ def code_point_order(utf8: Encoded, first: int = 0) -> np.ndarray:
         step += 1
         cols = order[at]
         key = keys(cols, step)
-        by = np.lexsort((key, runs))
+        runs -= runs[0]
+        by = radix_order([*digits(key, 64), *digits(runs, int(runs[-1]).bit_length())])  # by run, then key
         order[at], key = cols[by], key[by]
         new_run = np.concatenate(([True], runs[1:] != runs[:-1]))
+
+
+def radix_order(keys: list[np.ndarray]) -> np.ndarray:
+    """The stable order of rows by the 16-bit digits `keys`, the least significant first:
+    numpy's radix sort of each in turn, where its sort of wider keys compares them."""
+    order = np.argsort(keys[0], kind="stable")
+    for key in keys[1:]:
+        order = order[np.argsort(key[order], kind="stable")]
+    return order
+
+
+def digits(a: np.ndarray, bits: int) -> list[np.ndarray]:
+    """The 16-bit digits of `a`'s values (none negative, below 2 ** bits), the least
+    significant first; at least one."""
+    return [(a >> shift).astype(np.uint16) for shift in range(0, max(bits, 1), 16)]
 
 
 class SortedTokens(sortedtokens.SortedTokens):

@@ -90,6 +90,8 @@ def fit_platt(log_odds: Sequence[float], positive: Sequence[bool], iterations: i
         raise ValueError(f"an outlier share of {outlier} leaves the sigmoid no part in the labels")
     log_outlier = math.log(outlier) if outlier > 0 else -math.inf  # -inf for no outliers: then plain Platt
     log_keep = math.log1p(-2.0 * outlier)
+    if len(t) != len(z):  # the loops below go by index
+        raise ValueError(f"{len(z):,} log-odds and {len(t):,} labels")
     loss = log_loss(z, t, a, b, log_outlier, log_keep)
     for _ in range(iterations):
         step_a, step_b = fisher_step(z, t, a, b, log_outlier, log_keep)
@@ -110,7 +112,8 @@ def fisher_step(z: list[float], t: list[float], a: float, b: float, log_outlier:
     """Fisher scoring's step (a, b) -> (a - step_a, b - step_b) on `fit_platt`'s loss over
     scores z with targets t."""
     gz = g1 = hzz = hz = h1 = 0.0
-    for zi, ti in zip(z, t, strict=True):
+    for i in range(len(z)):  # by index: compiled, a C loop over the lists (zip makes a tuple a score)
+        zi, ti = z[i], t[i]
         s = a * zi + b
         p = probability(s)
         log_p, log_not_p = log_sigmoids(s)
@@ -137,7 +140,8 @@ def log_loss(z: list[float], t: list[float], a: float, b: float, log_outlier: fl
     # -(t log q + (1 - t) log(1 - q)) with q = outlier + (1 - 2 outlier) sigmoid(a z + b), in
     # logs: stable at both ends, and plain Platt's loss for no outliers.
     total = 0.0
-    for zi, ti in zip(z, t, strict=True):
+    for i in range(len(z)):
+        zi, ti = z[i], t[i]
         s = a * zi + b
         log_p, log_not_p = log_sigmoids(s)
         log_q = log_add(log_outlier, log_keep + log_p)

@@ -6,11 +6,12 @@
  * styles and comments, as tokens.invisible_opener finds them, a page's character references
  * replaced, as html.unescape replaces them, a header block's fields, as
  * spamnb.mail.message.header_fields cuts them, a chunk's token lists counted, as
- * spamnb.bayes.vocabulary.local_rows counts them, tokens' columns looked up (in a dict,
+ * spamnb.bayes.vocabulary.local_rows counts them, tokens' columns looked up (in a vocabulary's index,
  * or in a hash table of a model's token blob as the chunk is counted), named fields taken
  * out of a header block's bytes, as spamnb.mail.headers.field_lines(names).sub removes them,
  * the lines an mbox reader looks at, as spamnb.mail.sources.MARKED_LINE finds them, a
- * vocabulary grown by a chunk's tokens, as spamnb.bayes.vocabulary.Vocabulary.grow grows it,
+ * vocabulary's index of its tokens, and it grown by a chunk's tokens, as
+ * spamnb.bayes.vocabulary.Vocabulary.grow grows it,
  * where a header block ends and whether it may hold a verdict field, as
  * spamnb.mail.headers.blank_line_end and verdict_hinted tell, and a message's line ends'
  * bytes, as spamnb.mail.message.line_end_bytes counts them.
@@ -1421,6 +1422,16 @@ slot_of(const uint64_t *table, size_t mask, const char *blob, const int64_t *sta
     return NO_SLOT;
 }
 
+/* A hash table's room for n tokens: a power of two, at least twice n (at least half empty). */
+static size_t
+table_room(Py_ssize_t n)
+{
+    size_t room = 8;
+    while (room < 2 * (size_t)n)
+        room *= 2;
+    return room;
+}
+
 static PyObject *
 indexed(PyObject *module, PyObject *args)
 {
@@ -1434,9 +1445,7 @@ indexed(PyObject *module, PyObject *args)
         for (const char *at = data; (at = memchr(at, '\n', (size_t)(data + size - at))) != NULL; at++)
             n++;
     }
-    size_t room = 8;
-    while (room < 2 * (size_t)n)
-        room *= 2;
+    size_t room = table_room(n);
     PyObject *starts = NULL, *table = NULL, *result = NULL;
     if (n >= (Py_ssize_t)UINT32_MAX - 1) {
         PyErr_SetString(PyExc_OverflowError, "indexed(): more tokens than the table numbers");
@@ -1592,16 +1601,42 @@ is_head_of(PyObject *head, PyObject *token, Py_ssize_t colon)
     return head != NULL && PyUnicode_GET_LENGTH(head) == colon + 1 && (colon < 0 || PyUnicode_Tailmatch(token, head, 0, colon + 1, -1) == 1);
 }
 
-/* The slot of `token` (hash `h`) in the table, or the empty one where it would go. */
-static size_t
-place_slot(const uint64_t *slots, size_t mask, PyObject *distinct, PyObject *token, uint64_t h)
+/* A table of places' slots moved into a wider one (`to_mask`, empty): each goes where its
+ * high half, the hash's, tells (`place_slot`), so no token is read or hashed again. */
+static void
+slots_moved(const uint64_t *from, size_t from_room, uint64_t *to, size_t to_mask)
 {
-    size_t i = (size_t)h & mask;
-    for (;; i = (i + 1) & mask) {
+    for (size_t i = 0; i < from_room; i++)
+        if (from[i] != 0) {
+            size_t j = (size_t)(from[i] >> 32) & to_mask;
+            while (to[j] != 0)
+                j = (j + 1) & to_mask;
+            to[j] = from[i];
+        }
+}
+
+/* The slot of `token` (hash `h`) in a table of places in the list `distinct` (counted's
+ * chunk's, or a vocabulary's index), or the empty one where it would go: the first tried is
+ * told by the slot's own high half (`slots_moved`).  `checked`
+ * (a vocabulary's list, which Python code may change): a place past the list's end, or not a
+ * str, matches nothing, and NO_SLOT tells a full table; counted's own list and table need no
+ * such checks (a constant, so each call compiles without them or with them). */
+static inline size_t
+place_slot(const uint64_t *slots, size_t mask, PyObject *distinct, PyObject *token, uint64_t h, int checked)
+{
+    size_t i = (size_t)(h >> 32) & mask;
+    for (size_t probes = 0; !checked || probes <= mask; probes++, i = (i + 1) & mask) {
         uint64_t s = slots[i];
-        if (s == 0 || ((s >> 32) == (h >> 32) && same_str(PyList_GET_ITEM(distinct, (Py_ssize_t)(s & 0xffffffffULL) - 1), token)))
+        if (s == 0)
             return i;
+        Py_ssize_t place = (Py_ssize_t)(s & 0xffffffffULL) - 1;
+        if ((s >> 32) == (h >> 32) && (!checked || place < PyList_GET_SIZE(distinct))) {
+            PyObject *other = PyList_GET_ITEM(distinct, place);
+            if ((!checked || PyUnicode_CheckExact(other)) && same_str(other, token))
+                return i;
+        }
     }
+    return NO_SLOT;
 }
 
 /* One pass: each token looked up once, in the vocabulary's table (its place then kept by
@@ -1623,7 +1658,7 @@ counted(PyObject *module, PyObject *args)
     PyObject *f = NULL; /* by_field: the entries' fields */
     int32_t *cols = NULL, *counts = NULL, *last = NULL, *entry = NULL, *place_of = NULL, *head_of = NULL, *fields = NULL;
     int64_t *lengths = NULL, *columns = NULL;
-    uint64_t *own = NULL, *hash_of = NULL; /* the chunk's table of places, and each place's hash */
+    uint64_t *own = NULL; /* the chunk's table of places */
     size_t own_mask = 4095, own_used = 0;
     Probe *probes = NULL; /* a message's tokens' UTF-8, hashes and first slots, read ahead */
     char *scratch = NULL; /* sorted_by_column's room for as many entries */
@@ -1751,7 +1786,7 @@ counted(PyObject *module, PyObject *args)
                 if (PyUnicode_READY(token) < 0)
                     goto done;
                 h = str_hash(token);
-                own_at = place_slot(own, own_mask, distinct, token, h);
+                own_at = place_slot(own, own_mask, distinct, token, h, 0);
                 if (own[own_at] != 0)
                     place = (Py_ssize_t)(own[own_at] & 0xffffffffULL) - 1;
             }
@@ -1777,12 +1812,6 @@ counted(PyObject *module, PyObject *args)
                         goto done;
                     }
                     columns = wider;
-                    uint64_t *hashes = PyMem_Realloc(hash_of, sizeof(uint64_t) * (size_t)more);
-                    if (hashes == NULL) {
-                        PyErr_NoMemory();
-                        goto done;
-                    }
-                    hash_of = hashes;
                     if (by_field) {
                         if ((grown = PyMem_Realloc(head_of, sizeof(int32_t) * (size_t)more)) == NULL) {
                             PyErr_NoMemory();
@@ -1802,20 +1831,13 @@ counted(PyObject *module, PyObject *args)
                             PyErr_NoMemory();
                             goto done;
                         }
-                        for (size_t i = 0; i <= own_mask; i++)
-                            if (own[i] != 0) {
-                                size_t j = (size_t)hash_of[(own[i] & 0xffffffffULL) - 1] & wider_mask;
-                                while (wider[j] != 0)
-                                    j = (j + 1) & wider_mask;
-                                wider[j] = own[i];
-                            }
+                        slots_moved(own, own_mask + 1, wider, wider_mask);
                         PyMem_Free(own);
                         own = wider;
                         own_mask = wider_mask;
-                        own_at = place_slot(own, own_mask, distinct, token, h);
+                        own_at = place_slot(own, own_mask, distinct, token, h, 0);
                     }
                     own[own_at] = ((h >> 32) << 32) | (uint64_t)(place + 1);
-                    hash_of[place] = h;
                     own_used++;
                 }
                 columns[place] = (int64_t)col;
@@ -1908,7 +1930,6 @@ done:
     PyMem_Free(counts);
     PyMem_Free(lengths);
     PyMem_Free(own);
-    PyMem_Free(hash_of);
     Py_XDECREF(distinct);
     if (blob.buf != NULL)
         PyBuffer_Release(&blob);
@@ -1976,41 +1997,103 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(token_index_doc,
+"token_index(known) -> bytearray\n\n"
+"A vocabulary's index: a hash table of each str of the list `known` by its place (its column),\n"
+"for grown() and looked_up(): slots (uint64: the hash's high half, column + 1), at most half\n"
+"of them used.  A token met twice keeps its last column, as a dict made of the list would.");
+
+/* A vocabulary's index is counted's table of a chunk's places (`place_slot`) kept over the
+ * vocabulary's list: a dict's siphash of each fresh str, its look-up and an int per column
+ * cost train's parent several times as much. */
+static PyObject *
+token_index(PyObject *module, PyObject *known)
+{
+    if (!PyList_Check(known)) {
+        PyErr_SetString(PyExc_TypeError, "token_index() takes a list of str");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(known);
+    if (n >= (Py_ssize_t)UINT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "more tokens than a vocabulary's index numbers");
+        return NULL;
+    }
+    size_t room = table_room(n);
+    PyObject *table = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(uint64_t) * room));
+    if (table == NULL)
+        return NULL;
+    uint64_t *slots = (uint64_t *)PyByteArray_AS_STRING(table);
+    memset(slots, 0, sizeof(uint64_t) * room);
+    /* No Python code runs in this loop: no list changes. */
+    for (Py_ssize_t col = 0; col < n; col++) {
+        PyObject *token = PyList_GET_ITEM(known, col);
+        if (!PyUnicode_CheckExact(token)) {
+            PyErr_SetString(PyExc_TypeError, "token_index() takes a list of str");
+            Py_DECREF(table);
+            return NULL;
+        }
+        if (PyUnicode_READY(token) < 0) {
+            Py_DECREF(table);
+            return NULL;
+        }
+        uint64_t h = str_hash(token);
+        slots[place_slot(slots, room - 1, known, token, h, 1)] = ((h >> 32) << 32) | (uint64_t)(col + 1); /* never full: twice the room */
+    }
+    return table;
+}
+
+/* The index's slots and mask; NULL (an error set) for a bytearray not a token_index(). */
+static uint64_t *
+index_slots(PyObject *table, size_t *mask)
+{
+    size_t size = (size_t)PyByteArray_GET_SIZE(table), room = size / sizeof(uint64_t);
+    if (room < 8 || (room & (room - 1)) != 0 || size % sizeof(uint64_t) != 0) {
+        PyErr_SetString(PyExc_ValueError, "not a vocabulary's token_index()");
+        return NULL;
+    }
+    *mask = room - 1;
+    return (uint64_t *)PyByteArray_AS_STRING(table);
+}
+
 PyDoc_STRVAR(looked_up_doc,
-"looked_up(index, tokens) -> list[int]\n\n"
-"index.get(t, -1) for each of a list of tokens, `index` a dict.");
+"looked_up(index, known, tokens) -> list[int]\n\n"
+"Each of a list of tokens' column in a vocabulary (its list `known`, and its token_index()),\n"
+"-1 where it has none (and for what is not a str), as dict.get(t, -1) of a dict made of the list.");
 
 /* The vocabulary's look-ups: one call, not a Python-level dict.get per token through map. */
 static PyObject *
 looked_up(PyObject *module, PyObject *args)
 {
-    PyObject *index, *tokens;
-    if (!PyArg_ParseTuple(args, "O!O!:looked_up", &PyDict_Type, &index, &PyList_Type, &tokens))
+    PyObject *table, *known, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!O!:looked_up", &PyByteArray_Type, &table, &PyList_Type, &known, &PyList_Type, &tokens))
         return NULL;
-    PyObject *out = PyList_New(0), *missing = PyLong_FromLong(-1);
-    if (out == NULL || missing == NULL)
-        goto fail;
-    /* The size read anew each time and the item held: a key's __eq__ may change the list. */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tokens); i++) {
-        PyObject *token = PyList_GET_ITEM(tokens, i);
-        Py_INCREF(token);
-        PyObject *found = PyDict_GetItemWithError(index, token);
-        Py_DECREF(token);
-        if (found == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            found = missing;
+    size_t mask;
+    const uint64_t *slots = index_slots(table, &mask);
+    if (slots == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    /* No Python code runs in this loop: no list changes. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i), *col;
+        Py_ssize_t c = -1;
+        if (PyUnicode_CheckExact(token)) {
+            if (PyUnicode_READY(token) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            size_t at = place_slot(slots, mask, known, token, str_hash(token), 1);
+            c = at == NO_SLOT || slots[at] == 0 ? -1 : (Py_ssize_t)(slots[at] & 0xffffffffULL) - 1;
         }
-        if (PyList_Append(out, found) < 0)
-            goto fail;
+        if ((col = PyLong_FromSsize_t(c)) == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, col);
     }
-    Py_DECREF(missing);
     return out;
-
-fail:
-    Py_XDECREF(out);
-    Py_XDECREF(missing);
-    return NULL;
 }
 
 PyDoc_STRVAR(without_fields_doc,
@@ -2259,57 +2342,79 @@ marked_lines(PyObject *module, PyObject *block)
 
 PyDoc_STRVAR(grown_doc,
 "grown(index, known, tokens) -> bytearray\n\n"
-"Each of a list of str's column in `index` (a dict of token to column), a token not in it\n"
-"added with the next column, len(known), and appended to the list `known`: a vocabulary's growth.\n"
-"The columns as native int64s.");
+"Each of a list of str's column in a vocabulary (its list `known`, and its token_index()), a\n"
+"token not in it added with the next column, len(known), appended to `known` and indexed:\n"
+"a vocabulary's growth.  The columns as native int64s.");
 
-/* One look-up per token, and an insertion per new one, without a call back into Python:
- * a default factory would be called for each new token, and the tokens passed as arguments.
+/* One look-up per token, and an insertion per new one, without a call back into Python.
  * The columns go out as int64s, which the caller takes as an array: no list of ints. */
 static PyObject *
 grown(PyObject *module, PyObject *args)
 {
-    PyObject *index, *known, *tokens;
-    if (!PyArg_ParseTuple(args, "O!O!O!:grown", &PyDict_Type, &index, &PyList_Type, &known, &PyList_Type, &tokens))
+    PyObject *table, *known, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!O!:grown", &PyByteArray_Type, &table, &PyList_Type, &known, &PyList_Type, &tokens))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(tokens);
-    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
+    size_t mask;
+    uint64_t *slots = index_slots(table, &mask);
+    PyObject *out = slots == NULL ? NULL : PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
     if (out == NULL)
         return NULL;
     int64_t *cols = (int64_t *)PyByteArray_AS_STRING(out);
+    /* No Python code runs in this loop: the lists change only here.  A token of another type
+     * stops the growth there, the tokens before it added, as the pure path's does. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* Only str's own hash and comparison run: no Python code can change the lists meanwhile.
-         * A token of another type stops the growth there, the tokens before it added, as the
-         * pure path's does. */
-        PyObject *token = PyList_GET_ITEM(tokens, i), *column = NULL;
+        PyObject *token = PyList_GET_ITEM(tokens, i);
         if (!PyUnicode_CheckExact(token)) {
             PyErr_SetString(PyExc_TypeError, "grown() takes a list of str");
-            Py_DECREF(out);
-            return NULL;
+            goto fail;
         }
-        column = PyDict_GetItemWithError(index, token);
-        if (column != NULL) {
-            Py_ssize_t col = PyLong_AsSsize_t(column);
-            if (col == -1 && PyErr_Occurred()) {
-                Py_DECREF(out);
-                return NULL;
-            }
-            cols[i] = (int64_t)col;
+        if (PyUnicode_READY(token) < 0)
+            goto fail;
+        uint64_t h = str_hash(token);
+        size_t at = place_slot(slots, mask, known, token, h, 1);
+        if (at == NO_SLOT) {
+            PyErr_SetString(PyExc_ValueError, "a vocabulary's index full: its list was cut short");
+            goto fail;
+        }
+        if (slots[at] != 0) {
+            cols[i] = (int64_t)(slots[at] & 0xffffffffULL) - 1;
             continue;
         }
         Py_ssize_t col = PyList_GET_SIZE(known);
-        if (PyErr_Occurred()
-            || (column = PyLong_FromSsize_t(col)) == NULL
-            || PyDict_SetItem(index, token, column) < 0
-            || PyList_Append(known, token) < 0) {
-            Py_XDECREF(column);
-            Py_DECREF(out);
-            return NULL;
+        if (col >= (Py_ssize_t)UINT32_MAX - 1) {
+            PyErr_SetString(PyExc_OverflowError, "more tokens than a vocabulary's index numbers");
+            goto fail;
         }
-        Py_DECREF(column);
+        if (2 * (size_t)(col + 1) > mask + 1) { /* the index made twice as large first */
+            size_t room = mask + 1;
+            uint64_t *old = PyMem_Malloc(sizeof(uint64_t) * room);
+            if (old == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            memcpy(old, slots, sizeof(uint64_t) * room);
+            if (PyByteArray_Resize(table, (Py_ssize_t)(2 * sizeof(uint64_t) * room)) < 0) {
+                PyMem_Free(old);
+                goto fail;
+            }
+            slots = (uint64_t *)PyByteArray_AS_STRING(table);
+            mask = 2 * room - 1;
+            memset(slots, 0, sizeof(uint64_t) * (mask + 1));
+            slots_moved(old, room, slots, mask);
+            PyMem_Free(old);
+            at = place_slot(slots, mask, known, token, h, 1); /* half empty: never full */
+        }
+        if (PyList_Append(known, token) < 0)
+            goto fail;
+        slots[at] = ((h >> 32) << 32) | (uint64_t)(col + 1);
         cols[i] = (int64_t)col;
     }
     return out;
+
+fail:
+    Py_DECREF(out);
+    return NULL;
 }
 
 static PyMethodDef methods[] = {
@@ -2334,11 +2439,12 @@ static PyMethodDef methods[] = {
     {"verdict_hinted", verdict_hinted, METH_O, verdict_hinted_doc},
     {"line_end_bytes", line_end_bytes, METH_O, line_end_bytes_doc},
     {"grown", grown, METH_VARARGS, grown_doc},
+    {"token_index", token_index, METH_O, token_index_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, Received runs' networks and domains, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, field numbers, look-ups, fields' removal, an mbox's marked lines, a vocabulary's growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_ctokens", "The tokeniser's word scanner, tag cutter, dotted words, Received runs' networks and domains, links' hosts, highest code point, lowering, openers, character references, header fields, token counter, blob index, field numbers, look-ups, fields' removal, an mbox's marked lines, a vocabulary's index and growth, a header block's end, the verdict's hint and the line ends' bytes in C (see spamnb.text.tokens).", -1, methods,
 };
 
 PyMODINIT_FUNC
