@@ -3,7 +3,7 @@
 - spamnb/text/_ctokens.c: the tokeniser's word scanner and tag cutter, in C.
 - The tokeniser, the MIME reader, the header rules and Platt's fit (COMPILED), compiled by
   Cython from their own Python source as it is (a .pxd beside one gives its loops C
-  types): one source, run interpreted where nothing was built (or with SPAMNB_PURE set,
+  types, or its helpers direct calls): one source, run interpreted where nothing was built (or with SPAMNB_PURE set,
   see spamnb.compiled) and compiled otherwise.
 
 Everything else is declared in pyproject.toml (Cython is a build dependency there).

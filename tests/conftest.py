@@ -41,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
         module = importlib.import_module(name)
         if compiled.is_compiled(module):
             stem = os.path.splitext(os.path.splitext(module.__file__)[0])[0]
-            for source in (stem + ".py", stem + ".pxd"):  # a .pxd beside it gives it C types
+            for source in (stem + ".py", stem + ".pxd"):  # a .pxd beside it is compiled with it
                 if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(module.__file__):
                     pytest.exit(f"{module.__file__} is older than {source}: run `make install` to rebuild it", returncode=4)
 

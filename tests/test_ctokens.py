@@ -119,6 +119,23 @@ def test_a_prefix_goes_before_each_token(text: str, prefix: str, stop: bool, lo:
     assert tokens.SCANNER(text, lo, hi, stops, prefix) == [prefix + w for w in bare]
 
 
+# ASCII header text whose words recur in both cases, after prefixes that share words.
+HEADER_WORDS = st.lists(st.sampled_from(["from", "By", "WITH", "esmtp", "mail.Example.com", "a", "id", "x" * 30, "abcdefgh", "ABCDEFGHIJKLMNOP", "abcdefghijklmnopq", "it's", "-", "'", ".", "2002"]), max_size=40).map(" ".join)
+HEADER_PREFIXES = st.sampled_from(["received:", "subject:", "Subject:", "x-a:", "x-a-very-long-field-name:", "é:", ""])
+
+
+@needs_scanner
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(HEADER_WORDS, HEADER_PREFIXES, st.booleans()), min_size=1, max_size=30))
+@example([(" ".join(f"w{i} W{i}" for i in range(5000)), "received:", lower) for lower in (True, False, True)])
+def test_header_tokens_met_again_are_the_tokens_made_anew(calls: list[tuple[str, str, bool]]) -> None:
+    """The scanner keeps a header field's recent tokens and gives one met again: the same as one
+    made anew, whatever came before it (the same word after another prefix, in the other case)."""
+    for text, prefix, lower in calls:
+        bare = tokens.SCANNER(text.lower() if lower else text, 1, 40, None)
+        assert tokens.SCANNER(text, 1, 40, None, prefix, lower) == [prefix + w for w in bare]
+
+
 LATIN1 = st.characters(max_codepoint=255)
 
 

@@ -238,6 +238,73 @@ held_list(held *h)
     return out;
 }
 
+/* A header field's words recur from field to field and message to message (a Received field's
+ * `from`, `by`, `with`, `esmtp`, its relays' names, a Content-Type's `text` and `charset`): the
+ * token last made for each slot of a small table is kept, and a token met again is that str, not a
+ * new one allocated, filled and later freed (its hash, once taken, kept with it).  Small, so that
+ * the strs it keeps stay in a core's cache: a table of every word of the bodies made the scanner
+ * slower (docs/measurements.md, issue 30).  Bodies' words and long words (ids) do not go in it. */
+#define RECENT_SLOTS 1024 /* a power of two */
+#define RECENT_MAX_WORD 24
+static PyObject *recent[RECENT_SLOTS];
+static uint64_t recent_hash[RECENT_SLOTS];
+
+/* A hash of the ASCII characters s[0:len] after `h` (for a slot of the table), lowered with `lower`:
+ * an ASCII word's characters are letters, digits and ' . -, whose lowercase sets bit 0x20.  Eight
+ * characters at a time, the last few one by one: nothing read past them. */
+static inline uint64_t
+ascii_hash(uint64_t h, const Py_UCS1 *s, Py_ssize_t len, int lower)
+{
+    uint64_t set = lower ? 0x2020202020202020u : 0, v = 0;
+    Py_ssize_t j = 0;
+    for (; j + 8 <= len; j += 8) {
+        memcpy(&v, s + j, 8);
+        h = (h ^ (v | set)) * 0x9e3779b97f4a7c15u;
+    }
+    for (v = (uint64_t)len; j < len; j++)
+        v = (v << 8) | (s[j] | (Py_UCS1)set);
+    h = (h ^ v) * 0x9e3779b97f4a7c15u;
+    return h ^ (h >> 32);
+}
+
+/* Whether kept[0:len] is s[0:len] (ASCII), lowered with `lower`. */
+static inline int
+same_ascii(const Py_UCS1 *kept, const Py_UCS1 *s, Py_ssize_t len, int lower)
+{
+    uint64_t set = lower ? 0x2020202020202020u : 0, a, b;
+    Py_ssize_t j = 0;
+    for (; j + 8 <= len; j += 8) {
+        memcpy(&a, kept + j, 8);
+        memcpy(&b, s + j, 8);
+        if (a != (b | set))
+            return 0;
+    }
+    for (; j < len; j++)
+        if (kept[j] != (s[j] | (Py_UCS1)set))
+            return 0;
+    return 1;
+}
+
+/* The kept token for `prefix` (`plen` ASCII characters, their ascii_hash `h0`) + the ASCII text's
+ * word s[start:end] (lowered with `lower`), made and kept if not there: a new reference, NULL on error. */
+static PyObject *
+recent_token(PyObject *text, const Py_UCS1 *s, Py_ssize_t start, Py_ssize_t end, PyObject *prefix, Py_ssize_t plen, uint64_t h0, int lower)
+{
+    uint64_t h = ascii_hash(h0, s + start, end - start, lower);
+    size_t slot = (size_t)h & (RECENT_SLOTS - 1);
+    PyObject *kept = recent[slot];
+    if (kept != NULL && recent_hash[slot] == h && PyUnicode_GET_LENGTH(kept) == plen + end - start
+        && same_ascii(PyUnicode_1BYTE_DATA(kept), PyUnicode_1BYTE_DATA(prefix), plen, 0)
+        && same_ascii(PyUnicode_1BYTE_DATA(kept) + plen, s + start, end - start, lower))
+        return Py_NewRef(kept);
+    PyObject *word = word_string(text, 1, s, start, end, prefix, lower);
+    if (word != NULL) {
+        Py_XSETREF(recent[slot], Py_NewRef(word));
+        recent_hash[slot] = h;
+    }
+    return word;
+}
+
 PyDoc_STRVAR(words_doc,
 "words(text, min_len, max_len, stop, prefix='', lower=False) -> list[str]\n\n"
 "The words of `text` (runs of letters joined by inner ' . -) of min_len..max_len characters\n"
@@ -298,6 +365,10 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *out = NULL, *skips = NULL;
     held kept;
     held_init(&kept);
+    /* A header field's words (an ASCII text after an ASCII prefix) go through the recent tokens. */
+    Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
+    int recalled = ascii && plen > 0 && stop == NULL && PyUnicode_IS_ASCII(prefix);
+    uint64_t h0 = recalled ? ascii_hash(0, PyUnicode_1BYTE_DATA(prefix), plen, 0) : 0;
 
     Py_ssize_t i = 0, start = 0;
     for (;;) {
@@ -318,7 +389,9 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (length < lo)
             continue;
         PyObject *word;
-        if (stop == NULL)
+        if (recalled && length <= RECENT_MAX_WORD)
+            word = recent_token(text, data, start, i, prefix, plen, h0, lower);
+        else if (stop == NULL)
             word = word_string(text, ascii, data, start, i, prefix, lower);
         else {
             /* Stopwords are bare words, as the pure path tests them before any prefix. */
