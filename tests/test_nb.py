@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import pickle
 from collections import Counter
 from pathlib import Path
 
@@ -261,6 +262,17 @@ def test_local_rows_are_each_messages_token_counts(way: str, token_lists: list[l
     for i, tokens in enumerate(token_lists):
         part = slice(starts[i], starts[i + 1])
         assert dict(zip([chunk.tokens[c] for c in rows.cols[part]], rows.counts[part].tolist(), strict=True)) == Counter(tokens)
+
+
+@given(token_lists=TOKEN_LISTS, extra=st.lists(st.sampled_from(["", "a\nb", "\n", "\udcff", "x y"]), max_size=3))
+def test_a_chunk_crosses_a_pipe_with_its_tokens_and_rows_as_they_were(token_lists: list[list[str]], extra: list[str]) -> None:
+    """A Chunk pickled (as a pool's worker sends it): its tokens joined by newlines where none
+    holds one, else as a list; either way the same tokens, rows and arrays come back."""
+    chunk = local_rows(token_lists)._replace(numeric=np.arange(6).reshape(2, 3))
+    chunk = chunk._replace(tokens=chunk.tokens + extra)
+    back = pickle.loads(pickle.dumps(chunk))
+    assert type(back) is vocabulary.Chunk and back.tokens == chunk.tokens and back.columns is None
+    assert all(np.array_equal(a, b) for a, b in zip(back.rows[:3], chunk.rows[:3], strict=True)) and np.array_equal(back.numeric, chunk.numeric)
 
 
 def test_count_buckets_are_exact_and_about_a_tenth_wide() -> None:

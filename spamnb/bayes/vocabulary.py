@@ -381,6 +381,19 @@ class Chunk(NamedTuple):
     numeric: np.ndarray | None = None  # (messages, features) int64, where asked for (tokens.message_features)
     columns: np.ndarray | None = None  # each token's column in a model's vocabulary (-1: none), where counted against one
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # The tokens pickled as one newline-joined str, split where they land: a str each costs
+        # pickle's opcode and memo entry both ways.  As a list where one holds a newline.
+        text = SEPARATOR.join(self.tokens)
+        if self.tokens and text.count(SEPARATOR) == len(self.tokens) - 1:
+            return split_chunk, (text, *self[1:])
+        return Chunk, tuple(self)
+
+
+def split_chunk(text: str, *rest: object) -> Chunk:
+    """A Chunk pickled with its tokens joined (`Chunk.__reduce__`)."""
+    return Chunk(text.split(SEPARATOR), *rest)  # type: ignore[arg-type]
+
 
 class Indexed(NamedTuple):
     """A model file's sorted token blob (newline-joined UTF-8, column order) and the hash table
