@@ -74,42 +74,7 @@ def leave(status: int) -> None:
                 stream.flush()
     except (OSError, ValueError):
         sys.exit(status)  # the interpreter's own exit then says what it says of the stream
-    hand_over_memory()
     os._exit(status)
-
-
-# How long the process that takes over this one's memory sleeps (microseconds): ample for
-# the few steps from its start to this one's exit; past it, it ends and this one frees its
-# memory itself, as it would without it.
-HOLDER_SLEEP = 100_000
-HOLDER_STACK = 1 << 16
-CLONE_VM, CLONE_FILES = 0x100, 0x400
-# The holder's stack: in the memory it shares, never freed by this process.
-holder_stack: list = []
-
-
-def hand_over_memory() -> None:
-    """Start a process that shares this one's memory and file descriptor table (clone's
-    CLONE_VM and CLONE_FILES) and sleeps, then close every descriptor: this process's exit
-    then leaves its memory to that process, which frees it as it ends, on another core and
-    after whoever waits for this one has its status; it holds no file open, so no reader of
-    this one's output waits for it.  Linux only; where the C library has no clone or the
-    system refuses it, nothing is done and the exit frees the memory as before."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None)
-        clone, sleep = libc.clone, libc.usleep
-    except (ImportError, OSError, AttributeError):
-        return
-    clone.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
-    stack = ctypes.create_string_buffer(HOLDER_STACK)
-    holder_stack.append(stack)
-    top = (ctypes.addressof(stack) + HOLDER_STACK) & ~15  # the ABIs' stack alignment
-    if clone(ctypes.cast(sleep, ctypes.c_void_p), top, CLONE_VM | CLONE_FILES | signal.SIGCHLD, HOLDER_SLEEP) == -1:
-        return
-    os.closerange(0, os.sysconf("SC_OPEN_MAX"))
 
 
 def pipe_main(args: list[str]) -> int:

@@ -255,39 +255,3 @@ def test_train_through_the_console_script_ends_holding_its_model(jobs: str, tmp_
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "models-at-exit").read_text() == "1"
-
-
-# Made the subreaper of what it starts, this process runs the console script and then reaps
-# every process the script left behind, saying of each whether it still held a file open.
-LEFT_BEHIND = """
-import ctypes, os, subprocess, sys
-PR_SET_CHILD_SUBREAPER = 36
-assert ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=120)
-print(done.returncode, repr(done.stderr))
-while True:
-    try:
-        pid, status = os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-    print("left", os.waitstatus_to_exitcode(status))
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="clone and the subreaper are Linux's")
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["-q", "train", "-m", "model.npz", "--jobs", "2", "--index", str(SAMPLE / "index")],
-        ["classify", "-m", "MODEL", "--jobs", "2", str(SAMPLE / "maildir")],
-    ],
-)
-def test_the_console_script_leaves_its_memory_to_a_process_that_frees_it(args: list[str], model: Path, tmp_path: Path) -> None:
-    """After a command, the console script's exit does not wait for its memory to be freed:
-    one process that shares it (entry.hand_over_memory) is left, which ends on its own."""
-    args = [str(model) if a == "MODEL" else a for a in args]
-    done = subprocess.run([sys.executable, "-c", LEFT_BEHIND, str(SPAMNB), *args], cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0] == "0 ''"
-    assert lines[1:] == ["left 0"]
