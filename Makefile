@@ -26,8 +26,7 @@ $(VENV)/.installed: $(VENV)/.runtime
 # The compiled modules (setup.py) are built in place beside their source: rebuilt when
 # it changes, so that no test runs a stale build.
 COMPILED_SOURCES := spamnb/text/_ctokens.c spamnb/text/tokens.py spamnb/mail/message.py spamnb/mail/headers.py \
-	spamnb/models/calibration.py spamnb/models/calibration.pxd spamnb/text/tokens.pxd spamnb/mail/message.pxd \
-	spamnb/mail/headers.pxd
+	spamnb/models/calibration.py $(wildcard spamnb/*/*.pxd)
 $(VENV)/.compiled: $(VENV)/.installed $(COMPILED_SOURCES)
 	$(BIN)/python setup.py -q build_ext --inplace
 	touch $@
